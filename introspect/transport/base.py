@@ -1,0 +1,204 @@
+"""One executor interface, many transports (testinfra's backend idea).
+
+A transport supplies one primitive, ``_spawn(argv) -> RemoteProcess``. The base
+does the stream plumbing once for all of them: stdout and stderr are drained
+concurrently under one deadline (reading them one after the other deadlocks
+once a stream passes the channel window), the reply frame is parsed, and
+every way a run can fail becomes one of introspect's errors.
+"""
+
+from __future__ import annotations
+
+import abc
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from introspect.errors import (
+    ConnectionLost,
+    InterpreterError,
+    ProbeTimeout,
+    ProtocolError,
+    RemoteError,
+)
+from introspect.transport import shipping
+
+# Extra seconds the controller waits past a task's own deadline, so that the
+# remote supervisor can report its timeout itself (with partial facts).
+GRACE_S = 10.0
+
+
+class RemoteProcess(abc.ABC):
+    """A started remote (or local) process: the small primitives a transport provides."""
+
+    @abc.abstractmethod
+    def write_stdin(self, data: bytes) -> None: ...
+
+    @abc.abstractmethod
+    def read_stdout(self) -> bytes:
+        """Block until some bytes arrive; b"" at EOF."""
+
+    @abc.abstractmethod
+    def read_stderr(self) -> bytes:
+        """Block until some bytes arrive; b"" at EOF."""
+
+    @abc.abstractmethod
+    def wait(self, timeout: float) -> int | None:
+        """Exit status, or None if not known within ``timeout``. Raises ConnectionLost."""
+
+    @abc.abstractmethod
+    def kill(self) -> None:
+        """Stop the process (closing stdin makes the remote side kill its task group)."""
+
+
+@dataclass
+class ExecResult:
+    stdout: bytes
+    stderr: bytes
+    exit_status: int | None
+    timed_out: bool
+    seconds: float
+
+
+@dataclass
+class ProbeReply:
+    """A parsed reply: the task's facts and the error records it reported."""
+
+    task: str
+    facts: Any
+    errors: list[dict[str, Any]] = field(default_factory=list)
+    seconds: float = 0.0
+    python: dict[str, Any] | None = None
+    supervisor: dict[str, Any] | None = None
+    stderr_tail: str = ""
+
+
+class Executor(abc.ABC):
+    """Runs the shipped probe under a Python interpreter on one target."""
+
+    #: Used in error messages and profiles ("local" for the local executor).
+    label: str = "local"
+
+    def __init__(self) -> None:
+        self._live: set[RemoteProcess] = set()
+        self._live_lock = threading.Lock()
+
+    # -- transport primitives -------------------------------------------------
+    @abc.abstractmethod
+    def _spawn(self, argv: list[str]) -> RemoteProcess: ...
+
+    def connect(self) -> None:
+        """Open the connection (no-op for local)."""
+
+    def close(self) -> None:
+        """Kill whatever still runs and close the connection."""
+        with self._live_lock:
+            live = list(self._live)
+        for proc in live:
+            proc.kill()
+
+    def __enter__(self) -> Executor:
+        self.connect()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # -- plumbing, once for every transport ------------------------------------
+    def execute(self, argv: list[str], stdin: bytes, timeout: float, *,
+                keep_stdin_open: bool = True) -> ExecResult:
+        """Run ``argv``, feed ``stdin``, drain both streams concurrently, bounded by ``timeout``."""
+        started = time.monotonic()
+        proc = self._spawn(argv)
+        with self._live_lock:
+            self._live.add(proc)
+        out: list[bytes] = []
+        err: list[bytes] = []
+
+        def drain(read, sink: list[bytes]) -> None:
+            try:
+                while chunk := read():
+                    sink.append(chunk)
+            except (OSError, EOFError):
+                pass
+
+        readers = [threading.Thread(target=drain, args=(proc.read_stdout, out), daemon=True),
+                   threading.Thread(target=drain, args=(proc.read_stderr, err), daemon=True)]
+        for reader in readers:
+            reader.start()
+        try:
+            proc.write_stdin(stdin)
+            deadline = started + timeout
+            for reader in readers:
+                reader.join(max(0.0, deadline - time.monotonic()))
+            timed_out = any(reader.is_alive() for reader in readers)
+            status = None
+            if not timed_out:
+                status = proc.wait(max(0.5, min(5.0, deadline - time.monotonic())))
+        finally:
+            # Closing stdin is the remote's signal to stop: its watchdog kills the task group.
+            proc.kill()
+            with self._live_lock:
+                self._live.discard(proc)
+        for reader in readers:
+            reader.join(1.0)
+        return ExecResult(b"".join(out), b"".join(err), status, timed_out,
+                          time.monotonic() - started)
+
+    def run_python(self, python: str, task: str, request: dict[str, Any], *, timeout: float,
+                   isolate: bool = False) -> ProbeReply:
+        """Run one remote task under ``python`` and return its parsed reply."""
+        payload = shipping.envelope(task, request, isolate=isolate, timeout=timeout)
+        result = self.execute(shipping.command_argv(python), payload, timeout + GRACE_S)
+        return self._interpret(python, task, result, timeout)
+
+    def _interpret(self, python: str, task: str, result: ExecResult, timeout: float) -> ProbeReply:
+        stderr = result.stderr.decode("utf-8", "replace")
+        reply = shipping.parse_reply(result.stdout)
+        if reply is None:
+            raise self._no_reply_error(python, task, result, stderr, timeout)
+        fatal = reply.get("fatal")
+        if fatal:
+            raise InterpreterError(
+                f"{python} is Python {fatal.get('version')}; the probe needs Python "
+                f"{'.'.join(map(str, shipping.MIN_PYTHON))}+",
+                hint="point --venv/--python at a newer interpreter", host=self.label, stage="python")
+        return ProbeReply(task=task, facts=reply.get("facts"), errors=list(reply.get("errors") or []),
+                          seconds=float(reply.get("seconds") or result.seconds),
+                          python=reply.get("python"), supervisor=reply.get("supervisor"),
+                          stderr_tail=stderr[-2000:])
+
+    def _no_reply_error(self, python: str, task: str, result: ExecResult, stderr: str,
+                        timeout: float) -> Exception:
+        last = next((line for line in reversed(stderr.strip().splitlines()) if line.strip()), "")
+        if result.timed_out:
+            return ProbeTimeout(f"the {task} probe did not answer within {timeout:.0f} s",
+                                hint="raise --timeout, or check the host's load", host=self.label,
+                                stage=task)
+        lowered = stderr.lower()
+        if result.exit_status in (126, 127) or "no such file" in lowered or "not found" in lowered:
+            return InterpreterError(
+                f"cannot run {python}: {last or 'not found'}",
+                hint="check --venv DIR (it must contain bin/python) or pass --python EXE",
+                host=self.label, stage="python")
+        if "permission denied" in lowered:
+            return InterpreterError(f"cannot execute {python}: {last}",
+                                    hint="check the interpreter's permissions", host=self.label,
+                                    stage="python")
+        if result.exit_status is None:
+            return ConnectionLost(f"the {task} probe ended without an exit status: {last or 'no output'}",
+                                  hint="check that the host is up and sshd is running", host=self.label,
+                                  stage=task)
+        if result.exit_status < 0 or result.exit_status >= 128:
+            return RemoteError(f"the {task} probe was killed (exit status {result.exit_status})"
+                               + (f": {last}" if last else ""),
+                               hint="check the host's logs (OOM killer?) and rerun", host=self.label,
+                               stage=task)
+        if result.stdout.find(shipping.runner.BEGIN) >= 0:
+            return ProtocolError(f"the {task} probe's reply was truncated",
+                                 hint="rerun; if it persists, report it with --debug", host=self.label,
+                                 stage=task)
+        return RemoteError(f"the {task} probe exited with status {result.exit_status} without a reply"
+                           + (f": {last}" if last else ""),
+                           hint="run with --debug to see the remote stderr", host=self.label, stage=task)

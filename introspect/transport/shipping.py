@@ -1,0 +1,101 @@
+"""What goes over the wire: the boot line, the envelope, and reading the reply.
+
+The remote side is never installed: the controller runs ``<python> -B -c BOOT``
+(every word quoted) and sends the envelope on stdin as one JSON line that
+carries the request *and* the source of every module in ``introspect/remote``.
+BOOT installs an importer serving those sources from memory, checks the Python
+version and hands over to ``introspect.remote.runner``. The request travels as
+data, so no path or option is ever pasted into a shell line.
+"""
+
+from __future__ import annotations
+
+import functools
+import json
+import shlex
+from importlib import resources
+from typing import Any
+
+from introspect.errors import ProtocolError
+from introspect.remote import runner
+
+PROTOCOL = runner.PROTOCOL
+MIN_PYTHON = (3, 8)
+
+# Kept tiny and free of newer syntax so that an old Python reaches the version check.
+BOOT = r"""
+import sys
+if sys.version_info < (3, 8):
+    sys.stdout.write('\n<<<INTROSPECT:BEGIN>>>\n{"protocol": 1, "fatal": {"type": "python-too-old", "version": "%d.%d.%d"}}\n<<<INTROSPECT:END>>>\n' % tuple(sys.version_info[:3]))
+    sys.exit(0)
+import json, importlib.abc, importlib.util
+_env = json.loads(sys.stdin.buffer.readline().decode("utf-8"))
+_src = _env["sources"]
+class _Ship(importlib.abc.MetaPathFinder, importlib.abc.Loader):
+    def find_spec(self, name, path=None, target=None):
+        if name in _src:
+            return importlib.util.spec_from_loader(name, self, is_package=name + ".__init__" in _src or name in ("introspect", "introspect.remote"))
+        return None
+    def create_module(self, spec):
+        return None
+    def exec_module(self, module):
+        code = _src[module.__spec__.name]
+        exec(compile(code, "<introspect:%s>" % module.__spec__.name, "exec"), module.__dict__)
+sys.meta_path.insert(0, _Ship())
+import introspect.remote.runner as _runner
+_runner.main(_env, _BOOT)
+"""
+
+
+@functools.lru_cache(maxsize=1)
+def remote_sources() -> dict[str, str]:
+    """Source of every module of the remote package, keyed by dotted name."""
+    sources = {"introspect": "", "introspect.remote": ""}
+    package = resources.files("introspect.remote")
+    for entry in package.iterdir():
+        if entry.name.endswith(".py") and entry.name != "__init__.py":
+            sources["introspect.remote." + entry.name[:-3]] = entry.read_text(encoding="utf-8")
+    return sources
+
+
+def boot_source() -> str:
+    # The supervisor re-runs BOOT for isolated children, so BOOT carries itself.
+    return "_BOOT = %r\n%s" % (BOOT, BOOT)
+
+
+def command_argv(python: str) -> list[str]:
+    return [python, "-B", "-c", boot_source()]
+
+
+def command_line(python: str) -> str:
+    """The exec line for an SSH channel: every word shell-quoted."""
+    return " ".join(shlex.quote(word) for word in command_argv(python))
+
+
+def envelope(task: str, request: dict[str, Any], *, isolate: bool = False,
+             timeout: float | None = None) -> bytes:
+    body = {"protocol": PROTOCOL, "task": task, "request": request, "isolate": isolate,
+            "timeout": timeout, "sources": remote_sources()}
+    return json.dumps(body).encode("utf-8") + b"\n"
+
+
+def parse_reply(stdout: bytes) -> dict[str, Any] | None:
+    """The last complete frame on stdout, or None when there is none (noise, truncation)."""
+    start = stdout.rfind(runner.BEGIN)
+    if start < 0:
+        return None
+    end = stdout.find(runner.END, start)
+    if end < 0:
+        return None
+    try:
+        reply = json.loads(stdout[start + len(runner.BEGIN):end].decode("utf-8"))
+    except ValueError as exc:
+        raise ProtocolError(f"the probe's reply is not valid JSON: {exc}",
+                            hint="report this as a bug with --debug output") from exc
+    if not isinstance(reply, dict):
+        raise ProtocolError("the probe's reply is not a JSON object")
+    if reply.get("protocol") != PROTOCOL:
+        raise ProtocolError(
+            f"remote probe speaks protocol {reply.get('protocol')!r}, this introspect {PROTOCOL}",
+            hint="use the same introspect version on both sides")
+    return reply
