@@ -1,0 +1,119 @@
+"""``introspect probe`` and ``introspect profile``."""
+
+from __future__ import annotations
+
+import json
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+import click
+
+from introspect.analysis.profile import build_profile, exit_code
+from introspect.cli.connect import ConnectionFlags, connection_options, executor_for, load_inventory_for
+from introspect.cli.render import print_report
+from introspect.errors import InputError, ModelPathError
+from introspect.probe import ProbeOptions, gather, interpreter
+
+
+def write_json(path: str, data: Any) -> None:
+    """Write atomically, so a reader never sees half a profile."""
+    target = Path(path)
+    tmp = target.with_name(f".{target.name}.tmp-{os.getpid()}")
+    tmp.write_text(json.dumps(data, indent=2, sort_keys=False) + "\n", encoding="utf-8")
+    os.replace(tmp, target)
+
+
+def emit(profile: dict[str, Any], *, as_json: bool, output: str | None) -> None:
+    if output:
+        write_json(output, profile)
+    if as_json:
+        click.echo(json.dumps(profile, indent=2))
+    else:
+        print_report(profile)
+
+
+@click.command("probe")
+@click.option("--model", "-m", required=True, help="Model directory on the target.")
+@click.option("--venv", help="Virtualenv on the target whose bin/python runs the probe.")
+@click.option("--python", "python_exe", help="Interpreter on the target (default python3).")
+@click.option("--json", "as_json", is_flag=True, help="Print the profile as JSON on stdout.")
+@click.option("--output", "-o", type=click.Path(dir_okay=False), help="Also write the profile JSON here.")
+@click.option("--save-raw", type=click.Path(dir_okay=False),
+              help="Write the raw facts here (re-aggregate later with `introspect profile`).")
+@click.option("--timeout", type=float, default=120.0, show_default=True,
+              help="Seconds for the tokenizer load (killed with its process group after that).")
+@click.option("--files-timeout", type=float, default=60.0, show_default=True,
+              help="Seconds for the file probes (config, tokenizer files, safetensors headers).")
+@click.option("--no-remote-code", is_flag=True, help="Never run the model's own code (trust_remote_code).")
+@click.option("--no-tokenizer", is_flag=True, help="Skip loading the tokenizer; facts come from the files.")
+@click.option("--max-json-bytes", type=int, default=16 * 1024 * 1024, show_default=True,
+              help="Refuse JSON files above this size.")
+@connection_options
+def probe(model: str, venv: str | None, python_exe: str | None, as_json: bool, output: str | None,
+          save_raw: str | None, timeout: float, files_timeout: float, no_remote_code: bool,
+          no_tokenizer: bool, max_json_bytes: int, **kwargs: Any) -> int:
+    """Profile a model directory: architecture, experts, tokenizer, chat template, venv."""
+    flags = ConnectionFlags.from_kwargs(kwargs)
+    inventory = load_inventory_for(flags.hosts_file) if flags.host else None
+    executor, entry = executor_for(flags, inventory)
+    if entry is not None and not venv and not python_exe and entry.venvs:
+        venv = entry.venvs[0].path  # the entry's first venv is the natural default
+    remote_code = not no_remote_code and (entry.remote_code if entry else True)
+    if entry is not None and venv:
+        remote_code = remote_code and all(v.remote_code for v in entry.venvs if v.path == venv)
+    options = ProbeOptions(model_path=model, python=python_exe or "python3", venv=venv,
+                           tokenizer_timeout=timeout, files_timeout=files_timeout,
+                           remote_code=remote_code, load_tokenizer=not no_tokenizer,
+                           json_cap=max_json_bytes)
+    target = {"host": getattr(getattr(executor, "target", None), "host", None),
+              "port": getattr(getattr(executor, "target", None), "port", None),
+              "user": getattr(getattr(executor, "target", None), "user", None),
+              "python": interpreter(python_exe, venv), "venv": venv, "model_path": model}
+    with executor:
+        raw = gather(executor, options, target)
+    if save_raw:
+        write_json(save_raw, raw)
+    profile = build_profile(raw)
+    code = exit_code(profile, raw)
+    emit(profile, as_json=as_json, output=output)
+    _report_fatal(raw, profile)
+    return code
+
+
+def _report_fatal(raw: dict[str, Any], profile: dict[str, Any]) -> None:
+    """The one-line error (on stderr) for runs that could not complete."""
+    fatal = raw.get("fatal")
+    if fatal:
+        click.echo(f"error: {fatal.get('host') or ''}{': ' if fatal.get('host') else ''}"
+                   f"{fatal.get('message')}", err=True)
+        if fatal.get("hint"):
+            click.echo(f"fix: {fatal['hint']}", err=True)
+        return
+    status = (raw.get("files") or {}).get("status")
+    if status and status != "ok":
+        err = ModelPathError(f"model path {raw['target'].get('model_path')!r}: {status}",
+                             hint="pass --model the directory that holds config.json")
+        click.echo(f"error: {err.message}", err=True)
+        click.echo(f"fix: {err.hint}", err=True)
+
+
+@click.command("profile")
+@click.argument("raw_file", type=click.Path(dir_okay=False, allow_dash=True))
+@click.option("--json", "as_json", is_flag=True, help="Print the profile as JSON on stdout.")
+@click.option("--output", "-o", type=click.Path(dir_okay=False), help="Also write the profile JSON here.")
+def profile_cmd(raw_file: str, as_json: bool, output: str | None) -> int:
+    """Rebuild a profile from saved raw facts (`probe --save-raw`), without any host."""
+    try:
+        text = sys.stdin.read() if raw_file == "-" else Path(raw_file).read_text(encoding="utf-8")
+        raw = json.loads(text)
+    except (OSError, UnicodeDecodeError, ValueError) as exc:
+        raise InputError(f"cannot read raw facts from {raw_file}: {exc}",
+                         hint="pass a file written by `introspect probe --save-raw`") from None
+    if not isinstance(raw, dict) or raw.get("schema") != "introspect.raw/v1":
+        raise InputError(f"{raw_file} is not an introspect raw-facts file",
+                         hint="pass a file written by `introspect probe --save-raw`")
+    profile = build_profile(raw)
+    emit(profile, as_json=as_json, output=output)
+    return exit_code(profile, raw)

@@ -1,0 +1,223 @@
+"""The human report of a profile, rendered at the edge with rich.
+
+Sections: Model, Architecture, Experts, Tokenizer, Chat template, Environment,
+Findings. Everything shown comes from the profile dict; nothing is computed
+here beyond formatting.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from rich.console import Console
+from rich.markup import escape
+from rich.table import Table
+
+SEVERITY_STYLE = {"error": "bold red", "warning": "yellow", "info": "cyan"}
+
+
+def human_count(value: Any) -> str:
+    if not isinstance(value, (int, float)) or isinstance(value, bool):
+        return "?"
+    for unit, size in (("T", 1e12), ("B", 1e9), ("M", 1e6), ("K", 1e3)):
+        if abs(value) >= size:
+            return f"{value / size:.2f}{unit}"
+    return str(value)
+
+
+def human_bytes(value: Any) -> str:
+    if not isinstance(value, (int, float)) or isinstance(value, bool):
+        return "?"
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
+        if abs(value) < 1024 or unit == "TiB":
+            return f"{value:.0f} {unit}" if unit == "B" else f"{value:.1f} {unit}"
+        value /= 1024
+    return str(value)
+
+
+def _d(value: Any) -> dict[str, Any]:
+    return value if isinstance(value, dict) else {}
+
+
+def _tok(value: Any) -> str:
+    value = _d(value)
+    if not value:
+        return "-"
+    return f"{escape(str(value.get('token')))} ({value.get('id')})"
+
+
+def _kv(title: str) -> Table:
+    table = Table(title=title, title_justify="left", title_style="bold", show_header=False, box=None,
+                  padding=(0, 2))
+    table.add_column(style="dim", no_wrap=True)
+    table.add_column(overflow="fold")
+    return table
+
+
+def _row(table: Table, key: str, value: Any) -> None:
+    if value is None or value == "" or value == []:
+        return
+    table.add_row(key, value if isinstance(value, str) else escape(str(value)))
+
+
+def model_section(profile: dict[str, Any]) -> Table:
+    target, arch, files = _d(profile.get("target")), _d(profile.get("architecture")), _d(profile.get("files"))
+    table = _kv("Model")
+    where = target.get("host") or "local"
+    _row(table, "path", f"{where}:{target.get('model_path')}")
+    if files.get("real_path") and files.get("real_path") != target.get("model_path"):
+        _row(table, "resolves to", files.get("real_path"))
+    types = arch.get("model_type")
+    if arch.get("text_model_type") and arch.get("text_model_type") != types:
+        types = f"{types} (text model: {arch.get('text_model_type')})"
+    _row(table, "model type", types)
+    _row(table, "architectures", ", ".join(map(str, arch.get("architectures") or [])) or None)
+    _row(table, "size on disk", human_bytes(files.get("total_size")) if files.get("total_size") else None)
+    quant = _d(arch.get("quantization"))
+    if quant:
+        bits = f"{quant.get('bits')}-bit " if quant.get("bits") else ""
+        group = f", group {quant.get('group_size')}" if quant.get("group_size") else ""
+        _row(table, "quantization", f"{quant.get('method')} {bits}{quant.get('format') or ''}{group}".strip())
+    return table
+
+
+def architecture_section(profile: dict[str, Any]) -> Table:
+    arch = _d(profile.get("architecture"))
+    attn, layers, params = _d(arch.get("attention")), _d(arch.get("layers")), _d(arch.get("params"))
+    table = _kv("Architecture")
+    for line in arch.get("summary") or []:
+        if isinstance(line, dict):
+            _row(table, str(line.get("question", "")), f"{line.get('answer')}"
+                 + (f"  [dim]({escape(', '.join(line.get('evidence') or []))})[/dim]"
+                    if line.get("evidence") else ""))
+        else:
+            _row(table, "", str(line))
+    kinds = _d(layers.get("kinds"))
+    if kinds:
+        mix = ", ".join(f"{count} {kind}" for kind, count in kinds.items())
+        pure = "pure attention" if layers.get("pure_attention") else "hybrid / non-attention"
+        _row(table, "layers", f"{arch.get('num_layers')} ({mix}; {pure})")
+    else:
+        _row(table, "layers", arch.get("num_layers"))
+    if attn:
+        heads = f"{attn.get('num_heads')} heads, {attn.get('num_kv_heads')} KV heads, head_dim {attn.get('head_dim')}"
+        _row(table, "attention", f"{attn.get('type')}: {heads}")
+        if attn.get("type") == "MLA":
+            _row(table, "MLA ranks", f"q_lora {attn.get('q_lora_rank')}, kv_lora {attn.get('kv_lora_rank')}, "
+                 f"qk_nope {attn.get('qk_nope_head_dim')}, qk_rope {attn.get('qk_rope_head_dim')}, "
+                 f"v {attn.get('v_head_dim')}")
+        _row(table, "sliding window", attn.get("sliding_window"))
+    _row(table, "hidden size", arch.get("hidden_size"))
+    _row(table, "vocab (embedding)", arch.get("vocab_size"))
+    _row(table, "max context", arch.get("max_context"))
+    if params:
+        _row(table, "parameters", f"{human_count(params.get('total'))} total, {human_count(params.get('active'))} "
+             f"active per token (from {params.get('source')})")
+    kv = _d(arch.get("kv_cache"))
+    if kv.get("bytes_per_token") is not None:
+        _row(table, "KV cache", f"{human_bytes(kv.get('bytes_per_token'))} per token"
+             + (f", {human_bytes(kv.get('state_bytes_per_sequence'))} fixed state per sequence"
+                if kv.get("state_bytes_per_sequence") else ""))
+    spec = _d(arch.get("speculative"))
+    if spec:
+        drafters = ", ".join(str(_d(d).get("path")) for d in spec.get("drafters") or []) or "none found"
+        _row(table, "speculative", f"MTP layers {spec.get('mtp_layers') or 0}; drafters: {drafters}")
+    return table
+
+
+def experts_section(profile: dict[str, Any]) -> Table:
+    moe = _d(_d(profile.get("architecture")).get("moe"))
+    table = _kv("Experts")
+    if not moe.get("is_moe"):
+        _row(table, "MoE", "no (dense)")
+        return table
+    _row(table, "routed experts", moe.get("routed_experts"))
+    _row(table, "shared experts", moe.get("shared_experts"))
+    _row(table, "experts per token", moe.get("experts_per_token"))
+    _row(table, "groups", f"n_group {moe.get('n_group')}, topk_group {moe.get('topk_group')}"
+         if moe.get("n_group") is not None else None)
+    _row(table, "routing", ", ".join(f"{k}={moe.get(k)}" for k in
+                                     ("scoring_func", "topk_method", "routed_scaling_factor", "norm_topk_prob")
+                                     if moe.get(k) is not None) or None)
+    _row(table, "expert FFN size", moe.get("moe_intermediate_size"))
+    _row(table, "MoE / dense layers", f"{moe.get('moe_layers')} / {moe.get('dense_layers')}")
+    return table
+
+
+def tokenizer_section(profile: dict[str, Any]) -> Table:
+    tok = _d(profile.get("tokenizer"))
+    table = _kv("Tokenizer")
+    source = "loaded with transformers" if tok.get("loaded") else "from raw files (fallback)"
+    _row(table, "source", f"{source}; class {tok.get('class')}")
+    _row(table, "vocab size", f"{tok.get('vocab_size')}" + (f" (len {tok.get('len')})" if tok.get("len") else ""))
+    for name in ("bos", "eos", "pad", "unk", "mask"):
+        table.add_row(name, _tok(tok.get(name)))
+    specials = tok.get("special_tokens") or []
+    if specials:
+        shown = ", ".join(f"{escape(str(_d(s).get('token')))}={_d(s).get('id')}" for s in specials[:12])
+        more = f" ... (+{len(specials) - 12} more)" if len(specials) > 12 else ""
+        _row(table, f"special tokens ({len(specials)})", shown + more)
+    err = _d(tok.get("error"))
+    if err:
+        _row(table, "load error", f"{err.get('type')}: {err.get('message')}")
+    return table
+
+
+def template_section(profile: dict[str, Any]) -> Table:
+    tpl = _d(_d(profile.get("tokenizer")).get("chat_template"))
+    table = _kv("Chat template")
+    if not tpl.get("present"):
+        _row(table, "present", "no")
+        return table
+    _row(table, "source", tpl.get("source"))
+    _row(table, "sha256", tpl.get("sha256"))
+    sample = tpl.get("sample")
+    if isinstance(sample, str):
+        _row(table, "sample", sample if len(sample) < 600 else sample[:600] + " ...")
+    elif isinstance(sample, dict) and sample.get("error"):
+        _row(table, "sample", f"render failed: {sample.get('error')}")
+    return table
+
+
+def environment_section(profile: dict[str, Any]) -> Table:
+    env = _d(profile.get("environment"))
+    table = _kv("Environment")
+    _row(table, "python", f"{env.get('python_version')} ({env.get('python_executable')})")
+    _row(table, "venv", env.get("venv"))
+    packages = _d(env.get("packages"))
+    if packages:
+        shown = ", ".join(f"{name} {version or '[red]missing[/red]'}" for name, version in packages.items())
+        table.add_row("packages", shown)
+    missing = env.get("missing_modules") or []
+    if missing:
+        table.add_row("model code needs", "[red]" + escape(", ".join(missing)) + " (missing)[/red]")
+    return table
+
+
+def findings_section(profile: dict[str, Any]) -> Table:
+    table = Table(title="Findings", title_justify="left", title_style="bold", box=None, padding=(0, 1),
+                  show_header=False)
+    table.add_column(no_wrap=True)
+    table.add_column(overflow="fold")
+    findings = profile.get("findings") or []
+    if not findings:
+        table.add_row("[green]ok[/green]", "no findings")
+    for item in findings:
+        item = _d(item)
+        style = SEVERITY_STYLE.get(str(item.get("severity")), "")
+        text = f"[{style}]{escape(str(item.get('code')))}[/{style}]: {escape(str(item.get('message')))}"
+        if item.get("fix"):
+            text += f"\n  fix: {escape(str(item.get('fix')))}"
+        table.add_row(f"[{style}]{item.get('severity')}[/{style}]", text)
+    return table
+
+
+SECTIONS = (model_section, architecture_section, experts_section, tokenizer_section, template_section,
+            environment_section, findings_section)
+
+
+def print_report(profile: dict[str, Any], console: Console | None = None) -> None:
+    console = console or Console(highlight=False, soft_wrap=False)
+    for section in SECTIONS:
+        console.print(section(profile))
+        console.print()
