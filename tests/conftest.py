@@ -1,0 +1,90 @@
+"""Shared fixtures: real OpenSSH servers on 127.0.0.x, model fixtures, venvs, and a CLI runner.
+
+Nothing here reads the repo's hosts.yaml or the user's ~/.ssh: every test
+passes its own known_hosts, key and ``--ssh-config /dev/null``.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from tests.fixtures.kimi_model import build_kimi_model
+from tests.fixtures.venvs import make_venv
+from tests.sshd_server import ClientKeys, SSHServer, start_sshd, trust
+
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+REPO = Path(__file__).resolve().parent.parent
+
+
+@dataclass
+class CLIResult:
+    code: int
+    stdout: str
+    stderr: str
+
+    def json(self) -> Any:
+        return json.loads(self.stdout)
+
+
+def run_cli(*args: str, timeout: float = 240, env: dict[str, str] | None = None,
+            cwd: Path | None = None) -> CLIResult:
+    """Run ``introspect`` in a subprocess, as a user would (its stderr is checked for tracebacks)."""
+    full_env = dict(os.environ, HF_HUB_OFFLINE="1", PYTHONPATH=str(REPO))
+    full_env.update(env or {})
+    proc = subprocess.run([sys.executable, "-m", "introspect.cli.main", *args], capture_output=True,
+                          text=True, timeout=timeout, env=full_env, cwd=cwd or REPO)
+    return CLIResult(proc.returncode, proc.stdout, proc.stderr)
+
+
+def ssh_flags(server: SSHServer, client: ClientKeys, *, known_hosts: Path | None = None) -> list[str]:
+    return ["--host", server.address, "--port", str(server.port), "--identity", str(client.key),
+            "--known-hosts", str(known_hosts or client.known_hosts), "--ssh-config", "/dev/null"]
+
+
+def assert_clean_error(result: CLIResult, code: int, *needles: str) -> None:
+    """Exit code, a one-line ``error:`` naming the cause, a ``fix:`` line, never a traceback."""
+    assert result.code == code, (result.code, result.stdout[-2000:], result.stderr[-2000:])
+    assert "Traceback" not in result.stderr, result.stderr
+    errors = [line for line in result.stderr.splitlines() if line.startswith("error: ")]
+    assert errors, result.stderr
+    assert any(line.startswith("fix: ") for line in result.stderr.splitlines()), result.stderr
+    for needle in needles:
+        assert needle.lower() in result.stderr.lower(), (needle, result.stderr)
+
+
+@pytest.fixture(scope="session")
+def client_keys(tmp_path_factory: pytest.TempPathFactory) -> ClientKeys:
+    return ClientKeys(tmp_path_factory.mktemp("client"))
+
+
+@pytest.fixture(scope="session")
+def sshd(tmp_path_factory: pytest.TempPathFactory, client_keys: ClientKeys) -> Iterator[SSHServer]:
+    server = start_sshd(tmp_path_factory.mktemp("sshd"), client_keys, address="127.0.0.2")
+    trust(server, client_keys)
+    yield server
+    server.stop()
+
+
+@pytest.fixture(scope="session")
+def kimi_model(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return build_kimi_model(tmp_path_factory.mktemp("models") / "Kimi-K2.6")
+
+
+@pytest.fixture(scope="session")
+def venv_full(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return make_venv(tmp_path_factory.mktemp("venvs") / "venv_full")
+
+
+@pytest.fixture(scope="session")
+def venv_no_tiktoken(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return make_venv(tmp_path_factory.mktemp("venvs") / "venv_no_tiktoken", exclude={"tiktoken"})
