@@ -39,6 +39,7 @@ TASKS = {
     "health": ("introspect.remote.health_probe", "run"),
     "preflight": ("introspect.remote.preflight_probe", "run"),
     "discover": ("introspect.remote.discover_probe", "run"),
+    "resolve": ("introspect.remote.hf_cache", "resolve"),
     "echo": ("introspect.remote.runner", "echo"),
 }
 
