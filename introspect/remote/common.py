@@ -112,6 +112,8 @@ def _os_error_kind(exc: OSError) -> str:
         return "symlink-loop"
     if exc.errno == errno.EISDIR:
         return "is-a-directory"
+    if exc.errno == errno.ENOTDIR:
+        return "not-a-directory"
     return "os-error"
 
 

@@ -1,0 +1,346 @@
+"""Run history of `introspect health` in SQLite, and drift between runs (issue 4).
+
+Each run stores its check results and, per host and venv, a *snapshot*: was the host
+reachable, which packages at which versions, which tokenizers loaded. The next run
+compares its snapshot with the previous one (:func:`drift`) and reports what changed
+as findings: a package silently removed or downgraded, a host newly down, a
+tokenizer newly failing.
+
+Standard-library ``sqlite3``: one file, no server, safe for a cron job and a manual
+run overlapping (WAL journal, busy timeout, one transaction per run).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shlex
+import sqlite3
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import platformdirs
+from packaging.utils import canonicalize_name
+from packaging.version import InvalidVersion, Version
+
+from introspect.checks.health import CheckResult
+
+SCHEMA_VERSION = 1
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS runs (
+    id          INTEGER PRIMARY KEY AUTOINCREMENT,
+    started_at  REAL NOT NULL,            -- unix seconds, UTC
+    finished_at REAL,
+    argv        TEXT NOT NULL             -- JSON list
+);
+CREATE TABLE IF NOT EXISTS results (
+    run_id        INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+    host          TEXT NOT NULL,
+    venv          TEXT NOT NULL,          -- '' for host-level checks
+    "check"       TEXT NOT NULL,
+    status        TEXT NOT NULL CHECK (status IN ('pass', 'fail', 'warn', 'info')),
+    message       TEXT NOT NULL,
+    evidence_json TEXT NOT NULL
+);
+CREATE INDEX IF NOT EXISTS results_by_run_host ON results (run_id, host);
+CREATE TABLE IF NOT EXISTS snapshots (
+    run_id            INTEGER NOT NULL REFERENCES runs(id) ON DELETE CASCADE,
+    host              TEXT NOT NULL,
+    venv              TEXT NOT NULL,
+    reachable         INTEGER NOT NULL,
+    packages_json     TEXT,               -- NULL: unknown this run (host down, venv broken)
+    tokenizer_ok_json TEXT,
+    PRIMARY KEY (run_id, host, venv)
+);
+CREATE INDEX IF NOT EXISTS snapshots_by_target ON snapshots (host, venv, run_id);
+"""
+
+
+@dataclass(frozen=True)
+class Snapshot:
+    host: str
+    venv: str
+    reachable: bool
+    packages: dict[str, str] | None = None  # normalized name -> version; None: unknown
+    tokenizer_ok: dict[str, bool] | None = None  # model dir -> loaded
+    run_id: int | None = None
+
+
+@dataclass(frozen=True)
+class RunSummary:
+    id: int
+    started_at: float
+    finished_at: float | None
+    argv: list[str]
+    hosts: int
+    passed: int
+    failed: int
+    warned: int
+    info: int
+
+
+@dataclass(frozen=True)
+class StoredResult:
+    run_id: int
+    host: str
+    venv: str
+    result: CheckResult
+
+
+def snapshot_from(
+    host: str,
+    venv: str,
+    facts: Mapping[str, Any] | None,
+    reach_error: str | None,
+    tokenizer_results: Mapping[str, Mapping[str, Any]] | None = None,
+) -> Snapshot:
+    """The snapshot of one (host, venv) from the same inputs the checks get."""
+    packages = None
+    if reach_error is None and facts and isinstance(facts.get("distributions"), Mapping):
+        packages = {
+            canonicalize_name(name): str(info.get("version"))
+            for name, info in facts["distributions"].items()
+            if isinstance(info, Mapping)
+        }
+    tokenizer_ok = None
+    if reach_error is None and tokenizer_results is not None:
+        tokenizer_ok = {model: bool(r.get("loaded")) for model, r in tokenizer_results.items()}
+    return Snapshot(host, venv, reach_error is None, packages, tokenizer_ok)
+
+
+def default_path() -> Path:
+    return Path(platformdirs.user_state_dir("introspect")) / "history.sqlite3"
+
+
+class HistoryStore:
+    """The history database; ``path=None`` uses the user's state directory."""
+
+    def __init__(self, path: str | os.PathLike[str] | None = None) -> None:
+        self.path = Path(path) if path is not None else default_path()
+        # Private by default: results name hosts, paths and package sets of the fleet.
+        self.path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        self._conn = sqlite3.connect(self.path, timeout=30)
+        self._conn.row_factory = sqlite3.Row
+        self._conn.execute("PRAGMA foreign_keys = ON")
+        # WAL lets `introspect history` read while a scheduled run writes.
+        self._conn.execute("PRAGMA journal_mode = WAL")
+        version = self._conn.execute("PRAGMA user_version").fetchone()[0]
+        if version > SCHEMA_VERSION:
+            raise sqlite3.DatabaseError(
+                f"{self.path} has schema version {version}, newer than this introspect ({SCHEMA_VERSION})"
+            )
+        with self._conn:
+            self._conn.executescript(_SCHEMA)
+            self._conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+
+    def close(self) -> None:
+        self._conn.close()
+
+    def __enter__(self) -> HistoryStore:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    def record_run(
+        self,
+        *,
+        argv: Sequence[str],
+        started_at: float,
+        finished_at: float | None,
+        results: Iterable[tuple[str, str | None, CheckResult]],
+        snapshots: Iterable[Snapshot] = (),
+    ) -> int:
+        """Store one run atomically: ``results`` as (host, venv or None, result). Returns the run id."""
+        with self._conn:
+            cur = self._conn.execute(
+                "INSERT INTO runs (started_at, finished_at, argv) VALUES (?, ?, ?)",
+                (started_at, finished_at, json.dumps(list(argv))),
+            )
+            run_id = int(cur.lastrowid)
+            self._conn.executemany(
+                'INSERT INTO results (run_id, host, venv, "check", status, message, evidence_json) '
+                "VALUES (?, ?, ?, ?, ?, ?, ?)",
+                [
+                    (run_id, host, venv or "", r.check, r.status, r.message,
+                     json.dumps(_with_fix(r), sort_keys=True, default=str))
+                    for host, venv, r in results
+                ],
+            )
+            self._conn.executemany(
+                "INSERT OR REPLACE INTO snapshots (run_id, host, venv, reachable, packages_json, tokenizer_ok_json) "
+                "VALUES (?, ?, ?, ?, ?, ?)",
+                [
+                    (run_id, s.host, s.venv, int(s.reachable),
+                     None if s.packages is None else json.dumps(s.packages, sort_keys=True),
+                     None if s.tokenizer_ok is None else json.dumps(s.tokenizer_ok, sort_keys=True))
+                    for s in snapshots
+                ],
+            )
+        return run_id
+
+    def previous_snapshot(self, host: str, venv: str, before_run: int | None = None) -> Snapshot | None:
+        """The latest snapshot of (host, venv), before ``before_run`` if given.
+
+        ``reachable`` is that run's; when it knew no packages or tokenizers (host down),
+        they are carried forward from the latest run that did, so a host that comes back
+        is compared with its last known state, not with nothing.
+        """
+        bound = before_run if before_run is not None else -1
+        base = "SELECT * FROM snapshots WHERE host = ? AND venv = ? AND (? < 0 OR run_id < ?)"
+        args = (host, venv, bound, bound)
+        row = self._conn.execute(base + " ORDER BY run_id DESC LIMIT 1", args).fetchone()
+        if row is None:
+            return None
+        packages, tokenizers = _loads(row["packages_json"]), _loads(row["tokenizer_ok_json"])
+        if packages is None:
+            known = self._conn.execute(
+                base + " AND packages_json IS NOT NULL ORDER BY run_id DESC LIMIT 1", args).fetchone()
+            packages = _loads(known["packages_json"]) if known else None
+        if tokenizers is None:
+            known = self._conn.execute(
+                base + " AND tokenizer_ok_json IS NOT NULL ORDER BY run_id DESC LIMIT 1", args).fetchone()
+            tokenizers = _loads(known["tokenizer_ok_json"]) if known else None
+        return Snapshot(host, venv, bool(row["reachable"]), packages, tokenizers, row["run_id"])
+
+    def runs(self, host: str | None = None, limit: int = 20) -> list[RunSummary]:
+        """Latest runs first; with ``host``, only runs that checked it, counted for it alone."""
+        host_filter = "AND res.host = ?" if host is not None else ""
+        where = "WHERE EXISTS (SELECT 1 FROM results x WHERE x.run_id = r.id AND x.host = ?)" if host is not None else ""
+        sql = f"""
+            SELECT r.id, r.started_at, r.finished_at, r.argv,
+                   COUNT(DISTINCT res.host) AS hosts,
+                   COALESCE(SUM(res.status = 'pass'), 0) AS passed,
+                   COALESCE(SUM(res.status = 'fail'), 0) AS failed,
+                   COALESCE(SUM(res.status = 'warn'), 0) AS warned,
+                   COALESCE(SUM(res.status = 'info'), 0) AS info
+            FROM runs r LEFT JOIN results res ON res.run_id = r.id {host_filter}
+            {where}
+            GROUP BY r.id ORDER BY r.id DESC LIMIT ?"""
+        params: list[Any] = ([host, host] if host is not None else []) + [int(limit)]
+        return [
+            RunSummary(row["id"], row["started_at"], row["finished_at"], json.loads(row["argv"]),
+                       row["hosts"], row["passed"], row["failed"], row["warned"], row["info"])
+            for row in self._conn.execute(sql, params)
+        ]
+
+    def run_results(self, run_id: int, host: str | None = None) -> list[StoredResult]:
+        sql = 'SELECT run_id, host, venv, "check", status, message, evidence_json FROM results WHERE run_id = ?'
+        params: list[Any] = [run_id]
+        if host is not None:
+            sql += " AND host = ?"
+            params.append(host)
+        out = []
+        for row in self._conn.execute(sql + " ORDER BY rowid", params):
+            evidence = json.loads(row["evidence_json"])
+            fix = evidence.pop("_fix", None)
+            out.append(StoredResult(row["run_id"], row["host"], row["venv"],
+                                    CheckResult(row["check"], row["status"], row["message"], fix, evidence)))
+        return out
+
+
+def _with_fix(r: CheckResult) -> dict[str, Any]:
+    # The schema has no fix column (issue 4's layout); keep it inside the evidence JSON.
+    evidence = dict(r.evidence)
+    if r.fix:
+        evidence["_fix"] = r.fix
+    return evidence
+
+
+def _loads(text: str | None) -> Any:
+    return None if text is None else json.loads(text)
+
+
+# -------------------------------------------------------------------------- drift
+
+
+def _compare(old: str, new: str) -> int | None:
+    try:
+        a, b = Version(old), Version(new)
+    except InvalidVersion:
+        return None
+    return (a > b) - (a < b)
+
+
+def _pin(venv: str, items: list[dict[str, Any]]) -> str | None:
+    # Restoring the previous version is the exact undo; whether to do it is the user's call.
+    pins = [shlex.quote(f"{i['name']}=={i['previous']}") for i in items if i.get("previous")]
+    if not venv or not pins:
+        return None
+    return f"{shlex.quote(venv + '/bin/pip')} install {' '.join(pins)}"
+
+
+def drift(previous: Snapshot | None, current: Snapshot) -> list[CheckResult]:
+    """What changed since ``previous`` for the same host and venv; nothing on a first run.
+
+    Drift findings are ``warn`` (a loss: removed, downgraded, down, tokenizer failing)
+    or ``info`` (added, upgraded, recovered). They never fail a run by themselves: the
+    underlying checks (package:, reachable, tokenizer:) already do when it matters.
+    """
+    if previous is None:
+        return []
+    out: list[CheckResult] = []
+    since = {"previous_run": previous.run_id}
+    if previous.reachable and not current.reachable:
+        out.append(CheckResult("drift:host-unreachable", "warn",
+                               f"{current.host} was reachable on the previous run and is not now", None, since))
+    elif not previous.reachable and current.reachable:
+        out.append(CheckResult("drift:host-recovered", "info",
+                               f"{current.host} is reachable again", None, since))
+
+    if previous.packages is not None and current.packages is not None:
+        old, new = previous.packages, current.packages
+        groups: dict[str, list[dict[str, Any]]] = {
+            "added": [], "removed": [], "upgraded": [], "downgraded": [], "changed": []}
+        for name in sorted(set(old) | set(new)):
+            a, b = old.get(name), new.get(name)
+            if a == b:
+                continue
+            item = {"name": name, "previous": a, "current": b}
+            if a is None:
+                groups["added"].append(item)
+            elif b is None:
+                groups["removed"].append(item)
+            else:
+                order = _compare(a, b)
+                if order == 0:  # '1.0' vs '1.0.0': equal versions spelled differently
+                    continue
+                # None: a version packaging cannot parse; say "changed" rather than guess.
+                groups[{1: "downgraded", -1: "upgraded", None: "changed"}[order]].append(item)
+        texts = {
+            "added": lambda i: f"{i['name']} {i['current']} added",
+            "removed": lambda i: f"{i['name']} {i['previous']} removed",
+            "upgraded": lambda i: f"{i['name']} {i['previous']} -> {i['current']}",
+            "downgraded": lambda i: f"{i['name']} {i['previous']} -> {i['current']}",
+            "changed": lambda i: f"{i['name']} {i['previous']} -> {i['current']}",
+        }
+        for kind in ("removed", "downgraded", "changed", "upgraded", "added"):
+            items = groups[kind]
+            if not items:
+                continue
+            status = "warn" if kind in ("removed", "downgraded") else "info"
+            fix = _pin(current.venv, items) if status == "warn" else None
+            message = f"{len(items)} package(s) {kind} since the previous run: " + "; ".join(map(texts[kind], items))
+            out.append(CheckResult(f"drift:package-{kind}", status, message, fix, {**since, "packages": items}))
+
+    if previous.tokenizer_ok and current.tokenizer_ok:
+        newly = sorted(m for m, ok in current.tokenizer_ok.items() if not ok and previous.tokenizer_ok.get(m))
+        if newly:
+            out.append(CheckResult("drift:tokenizer-failing", "warn",
+                                   f"tokenizer newly failing since the previous run: {', '.join(newly)}",
+                                   None, {**since, "models": newly}))
+    return out
+
+
+__all__ = [
+    "HistoryStore",
+    "RunSummary",
+    "Snapshot",
+    "StoredResult",
+    "default_path",
+    "drift",
+    "snapshot_from",
+]

@@ -1,0 +1,339 @@
+"""Safetensors headers, summarised on the host; tensor data is never read.
+
+Runs on the host under its own interpreter: standard library only, Python 3.8+.
+Each shard costs exactly two reads: the 8-byte little-endian header length and
+the JSON header. Shards are read in parallel threads (the work is I/O latency
+on network filesystems, so threads help despite the GIL).
+
+``collect_safetensors(model_path)`` returns (see docs/raw-facts.md)::
+
+    {
+      "index": {"file": "model.safetensors.index.json", "total_size": int | null,
+                "weight_map_entries": int, "shards": [names],
+                "missing_shards": [names listed by the index but absent]} | null,
+      "shards": [
+        {"file": "model-00001-of-000064.safetensors", "size": int, "header_len": int | null,
+         "bytes_read": int,             # 8 + header_len when the header was read
+         "tensors": int, "metadata": {...} | null,
+         "error": null | {"type", "message"},
+         "groups": [{"template": "language_model.model.layers.#.mlp.experts.#.down_proj.weight_packed",
+                     "dtype": "I32", "shape": [7168, 256], "count": 384, "layer_ids": [1]}]}
+      ],
+      "bytes_read": int,               # sum over shards
+      "tensors": int,                  # sum over shards
+    }
+
+Shard error types: ``truncated-header`` (file shorter than 8 bytes or than the
+header it declares), ``header-too-large`` (declared length above ``max_header``:
+refused without reading), ``malformed-header`` (not UTF-8, not JSON, not an
+object, or entries that are not tensor descriptions), ``data-truncated`` (a
+warning: data_offsets reach beyond the end of the file; the header still
+counts), plus OS error types from common (``not-found``, ``permission-denied``,
+``symlink-loop``, ``is-a-directory``, ``os-error``).
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import struct
+import threading
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any, Dict, List, Optional, Tuple
+
+from introspect.remote import common
+
+PROBE = "safetensors"
+DEFAULT_MAX_HEADER = 100 * 1024 * 1024  # issue 6: a larger declared header is refused
+# The index of a 1T-parameter checkpoint is ~25 MB of weight_map; it is summarised
+# here, never shipped, so it gets a larger cap than the shipped-JSON cap.
+INDEX_CAP = 256 * 1024 * 1024
+INDEX_NAME = "model.safetensors.index.json"
+MAX_SHARDS = 10000
+
+_index_cache = {}  # type: Dict[Tuple[str, int, int, int], Tuple[Any, Any]]
+_index_lock = threading.Lock()
+
+
+def _err(kind: str, message: str, path: Optional[str] = None) -> Dict[str, Any]:
+    rec = common.error(kind, message, path)
+    rec["probe"] = PROBE
+    return rec
+
+
+# --------------------------------------------------------------------------- header summary
+
+
+def template_of(name: str) -> Tuple[str, Optional[int]]:
+    """Name template (all-digit dotted components -> '#') and the first such number."""
+    parts = name.split(".")
+    first = None
+    for i, part in enumerate(parts):
+        if _ascii_digits(part):
+            if first is None:
+                first = int(part)
+            parts[i] = "#"
+    return ".".join(parts), first
+
+
+def _ascii_digits(text: str) -> bool:
+    # str.isdigit alone accepts e.g. '²', which int() rejects.
+    return bool(text) and all("0" <= c <= "9" for c in text)
+
+
+def _valid_shape(shape: Any) -> bool:
+    return isinstance(shape, list) and all(
+        isinstance(d, int) and not isinstance(d, bool) and d >= 0 for d in shape)
+
+
+def _data_end(entry: Dict[str, Any]) -> Optional[int]:
+    offsets = entry.get("data_offsets")
+    if (isinstance(offsets, list) and len(offsets) == 2
+            and all(isinstance(o, int) and not isinstance(o, bool) for o in offsets)
+            and 0 <= offsets[0] <= offsets[1]):
+        return offsets[1]
+    return None
+
+
+def summarize_header(header: Dict[str, Any]) -> Dict[str, Any]:
+    """Groups of (template, dtype, shape) with counts and layer ids; never raises on odd entries."""
+    groups = {}  # type: Dict[Tuple[str, str, Tuple[int, ...]], Dict[str, Any]]
+    tensors = 0
+    invalid = 0
+    data_end = 0
+    metadata = None
+    for name, entry in header.items():
+        if name == "__metadata__":
+            metadata = entry if isinstance(entry, dict) else None
+            continue
+        if not isinstance(entry, dict) or not isinstance(entry.get("dtype"), str) \
+                or not _valid_shape(entry.get("shape")):
+            invalid += 1
+            continue
+        end = _data_end(entry)
+        if end is None:
+            invalid += 1
+            continue
+        data_end = max(data_end, end)
+        tensors += 1
+        template, layer = template_of(name)
+        key = (template, entry["dtype"], tuple(entry["shape"]))
+        group = groups.get(key)
+        if group is None:
+            group = groups[key] = {"template": template, "dtype": entry["dtype"],
+                                   "shape": list(entry["shape"]), "count": 0, "layer_ids": set()}
+        group["count"] += 1
+        if layer is not None:
+            group["layer_ids"].add(layer)
+    out = []
+    for key in sorted(groups):
+        group = groups[key]
+        group["layer_ids"] = sorted(group["layer_ids"])
+        out.append(group)
+    return {"groups": out, "tensors": tensors, "invalid": invalid, "data_end": data_end,
+            "metadata": common.json_safe(metadata) if metadata is not None else None}
+
+
+def parse_header(raw: bytes) -> Tuple[Optional[Dict[str, Any]], Optional[Dict[str, str]]]:
+    """The JSON header bytes -> object, or a {type, message} error. Never raises."""
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        return None, {"type": "malformed-header", "message": "header is not UTF-8 (byte %d)" % exc.start}
+    try:
+        value = json.loads(text, parse_constant=_reject_constant)
+    except (ValueError, RecursionError) as exc:
+        return None, {"type": "malformed-header", "message": "header is not JSON: %s" % _clip(str(exc))}
+    if not isinstance(value, dict):
+        return None, {"type": "malformed-header",
+                      "message": "header is a JSON %s, expected an object" % type(value).__name__}
+    return value, None
+
+
+def _reject_constant(name: str) -> float:
+    raise ValueError("non-standard JSON constant %s" % name)
+
+
+def _clip(text: str, limit: int = 300) -> str:
+    return text if len(text) <= limit else text[:limit] + "..."
+
+
+# --------------------------------------------------------------------------- one shard
+
+
+def _new_shard(name: str) -> Dict[str, Any]:
+    return {"file": name, "size": None, "header_len": None, "bytes_read": 0, "tensors": 0,
+            "metadata": None, "error": None, "groups": []}
+
+
+def read_shard(path: str, max_header: int = DEFAULT_MAX_HEADER) -> Dict[str, Any]:
+    """Read and summarise one shard's header. Never raises; never reads tensor data."""
+    shard = _new_shard(os.path.basename(path))
+    try:
+        _read_shard(path, max_header, shard)
+    except OSError as exc:
+        rec = common.os_error(exc, path)
+        shard["error"] = {"type": rec["type"], "message": rec["message"]}
+    except Exception as exc:  # MemoryError, bugs: this shard only
+        shard["error"] = {"type": "internal-error", "message": "%s: %s" % (type(exc).__name__, exc)}
+    return shard
+
+
+def _read_shard(path: str, max_header: int, shard: Dict[str, Any]) -> None:
+    with open(path, "rb") as fh:
+        size = os.fstat(fh.fileno()).st_size
+        shard["size"] = size
+        head = fh.read(8)
+        shard["bytes_read"] = len(head)
+        if len(head) < 8:
+            shard["error"] = {"type": "truncated-header",
+                              "message": "file is %d bytes, shorter than the 8-byte header length" % size}
+            return
+        (length,) = struct.unpack("<Q", head)
+        shard["header_len"] = length
+        if length > max_header:
+            shard["error"] = {"type": "header-too-large", "message": "declared header length %d is above the "
+                              "%d-byte limit; not read" % (length, max_header)}
+            return
+        if length > size - 8:
+            shard["error"] = {"type": "truncated-header", "message": "declared header length %d but only %d "
+                              "bytes follow" % (length, size - 8)}
+            return
+        raw = fh.read(length)
+    shard["bytes_read"] += len(raw)
+    if len(raw) < length:  # the file shrank between fstat and read
+        shard["error"] = {"type": "truncated-header", "message": "read %d of %d header bytes" % (len(raw), length)}
+        return
+    _summarise_into(shard, raw, size - 8 - length)
+
+
+def _summarise_into(shard: Dict[str, Any], raw: bytes, data_size: int) -> None:
+    header, err = parse_header(raw)
+    if err is not None:
+        shard["error"] = err
+        return
+    summary = summarize_header(header)
+    shard["groups"] = summary["groups"]
+    shard["tensors"] = summary["tensors"]
+    shard["metadata"] = summary["metadata"]
+    if summary["invalid"]:
+        shard["error"] = {"type": "malformed-header", "message": "%d header entries are not tensor "
+                          "descriptions (dtype, shape, data_offsets); skipped" % summary["invalid"]}
+    elif summary["data_end"] > data_size:
+        shard["error"] = {"type": "data-truncated", "message": "tensor data ends at byte %d of the data "
+                          "section but the file holds %d: the shard is incomplete (interrupted download?)"
+                          % (summary["data_end"], data_size)}
+
+
+# --------------------------------------------------------------------------- index
+
+
+def summarize_index(model_path: str, cap: int = INDEX_CAP) -> Tuple[Optional[Dict[str, Any]], Optional[Dict[str, Any]]]:
+    """Summary of model.safetensors.index.json (None when absent), and an error record.
+
+    Memoised by (path, size, mtime) so the files and safetensors probes of one run
+    parse a 25 MB index once.
+    """
+    path = os.path.join(model_path, INDEX_NAME)
+    try:
+        st = os.stat(path)
+    except OSError as exc:
+        if not os.path.lexists(path):
+            return None, None
+        return None, _tag(common.os_error(exc, path))
+    key = (os.path.abspath(path), st.st_size, st.st_mtime_ns, cap)
+    with _index_lock:
+        cached = _index_cache.get(key)
+        if cached is None:
+            cached = _summarize_index(model_path, path, cap)
+            _index_cache.clear()  # one model per process: keep memory flat
+            _index_cache[key] = cached
+    summary, err = cached
+    return (dict(summary) if summary is not None else None), err
+
+
+def _tag(rec: Dict[str, Any]) -> Dict[str, Any]:
+    out = dict(rec)
+    out["probe"] = PROBE
+    return out
+
+
+def _summarize_index(model_path: str, path: str, cap: int) -> Tuple[Optional[Dict[str, Any]], Optional[Dict[str, Any]]]:
+    value, err = common.read_json_capped(path, cap)
+    if err is not None:
+        return None, _tag(err)
+    weight_map = value.get("weight_map")
+    metadata = value.get("metadata")
+    total = metadata.get("total_size") if isinstance(metadata, dict) else None
+    if isinstance(total, bool) or not isinstance(total, int):
+        total = None
+    if not isinstance(weight_map, dict):
+        return ({"file": INDEX_NAME, "total_size": total, "weight_map_entries": 0, "shards": [],
+                 "missing_shards": []},
+                _err("malformed-index", "%s has no weight_map object" % path, path))
+    shards = sorted(set(v for v in weight_map.values() if isinstance(v, str)))
+    missing = [s for s in shards if not os.path.isfile(os.path.join(model_path, s))]
+    summary = {"file": INDEX_NAME, "total_size": total, "weight_map_entries": len(weight_map),
+               "shards": shards, "missing_shards": missing}
+    if missing:
+        return summary, _err("missing-shard", "%s names %d shard(s) that are not in the directory, e.g. %s"
+                             % (INDEX_NAME, len(missing), missing[0]), path)
+    return summary, None
+
+
+# --------------------------------------------------------------------------- collect
+
+
+def shard_files(model_path: str) -> Tuple[List[str], Optional[Dict[str, Any]]]:
+    """Sorted ``*.safetensors`` names directly in the model dir."""
+    names = []
+    try:
+        with os.scandir(model_path) as it:
+            for entry in it:
+                if entry.name.endswith(".safetensors"):
+                    names.append(entry.name)
+    except OSError as exc:
+        return [], _tag(common.os_error(exc, model_path))
+    except (ValueError, TypeError) as exc:  # embedded NUL byte: no such path can exist
+        return [], _err("not-found", "%r: %s" % (model_path, exc), str(model_path))
+    return sorted(names), None
+
+
+def collect_safetensors(model_path: str, *, max_header: int = DEFAULT_MAX_HEADER, workers: int = 8,
+                        index_cap: int = INDEX_CAP) -> Tuple[Dict[str, Any], List[Dict[str, Any]]]:
+    """Summarised headers of every shard in the model dir. Never raises."""
+    facts = {"index": None, "shards": [], "bytes_read": 0, "tensors": 0}  # type: Dict[str, Any]
+    try:
+        return _collect(model_path, max_header, workers, index_cap, facts)
+    except Exception as exc:
+        return facts, [_err("internal-error", "safetensors probe: %s: %s" % (type(exc).__name__, exc),
+                            str(model_path))]
+
+
+def _collect(model_path: str, max_header: int, workers: int, index_cap: int,
+             facts: Dict[str, Any]) -> Tuple[Dict[str, Any], List[Dict[str, Any]]]:
+    errors = []  # type: List[Dict[str, Any]]
+    names, err = shard_files(model_path)
+    if err is not None:
+        return facts, [err]
+    if len(names) > MAX_SHARDS:
+        errors.append(_err("too-many-shards", "%d safetensors files; read the first %d" % (len(names), MAX_SHARDS),
+                           model_path))
+        names = names[:MAX_SHARDS]
+    facts["index"], err = summarize_index(model_path, index_cap)
+    if err is not None:
+        errors.append(err)
+    paths = [os.path.join(model_path, n) for n in names]
+    if paths:
+        with ThreadPoolExecutor(max_workers=max(1, min(int(workers), len(paths)))) as pool:
+            shards = list(pool.map(lambda p: read_shard(p, max_header), paths))
+    else:
+        shards = []
+    for i, shard in enumerate(shards):  # zip(strict=) is 3.10+; pool.map keeps order
+        if shard["error"] is not None:
+            errors.append(_err(shard["error"]["type"], "%s: %s" % (shard["file"], shard["error"]["message"]),
+                               paths[i]))
+    facts["shards"] = shards
+    facts["bytes_read"] = sum(s["bytes_read"] for s in shards)
+    facts["tensors"] = sum(s["tensors"] for s in shards)
+    return facts, errors
