@@ -10,6 +10,7 @@ import json
 import os
 import subprocess
 import sys
+import tempfile
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -24,6 +25,9 @@ from tests.sshd_server import ClientKeys, SSHServer, start_sshd, trust
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 REPO = Path(__file__).resolve().parent.parent
+# The CLI reads ./hosts.yaml when present: run it from a dir that has none, never from the repo
+# (whose hosts.yaml is a user example).
+NEUTRAL_CWD = Path(tempfile.mkdtemp(prefix="introspect-cwd-"))
 
 
 @dataclass
@@ -42,7 +46,7 @@ def run_cli(*args: str, timeout: float = 240, env: dict[str, str] | None = None,
     full_env = dict(os.environ, HF_HUB_OFFLINE="1", PYTHONPATH=str(REPO))
     full_env.update(env or {})
     proc = subprocess.run([sys.executable, "-m", "introspect.cli.main", *args], capture_output=True,
-                          text=True, timeout=timeout, env=full_env, cwd=cwd or REPO)
+                          text=True, timeout=timeout, env=full_env, cwd=cwd or NEUTRAL_CWD)
     return CLIResult(proc.returncode, proc.stdout, proc.stderr)
 
 

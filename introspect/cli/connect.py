@@ -92,7 +92,8 @@ def find_entry(inventory: Inventory | None, name: str | None) -> HostEntry | Non
 
 
 def ssh_target(flags: ConnectionFlags, entry: HostEntry | None, inventory: Inventory | None) -> SSHTarget:
-    defaults = inventory.defaults if inventory else None
+    # Inventory defaults belong to inventory entries; a plain address uses ssh_config only.
+    defaults = inventory.defaults if inventory and entry else None
     host = entry.address if entry else flags.host
     assert host
     timeout = flags.connect_timeout or (defaults.connect_timeout if defaults else None) or 5.0

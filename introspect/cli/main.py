@@ -35,7 +35,7 @@ def _register() -> None:
             module = __import__(f"introspect.cli.{module_name}", fromlist=["COMMANDS"])
         except ModuleNotFoundError:
             continue
-        for command in module.COMMANDS:
+        for command in getattr(module, "COMMANDS", ()):
             cli.add_command(command)
 
 

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.conftest import REPO, assert_clean_error, run_cli, ssh_flags
+from tests.conftest import NEUTRAL_CWD, REPO, assert_clean_error, run_cli, ssh_flags
 from tests.faults.conftest import introspect_processes, pids_alive, tokenizer_model
 from tests.sshd_server import free_port, start_sshd, trust
 
@@ -110,7 +110,7 @@ def test_sshd_killed_mid_probe(own_sshd, client_keys, kimi_model, venv_full, tmp
     model = tokenizer_model(kimi_model, tmp_path / "slow-model", "time.sleep(10**6)", pidfile)
     argv = [sys.executable, "-m", "introspect.cli.main",
             *probe_args(own_sshd, client_keys, model, venv_full, "--timeout", "60", "--json")]
-    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=REPO,
+    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=NEUTRAL_CWD,
                             env=dict(os.environ, PYTHONPATH=str(REPO)))
     deadline = time.monotonic() + 30
     while not pidfile.exists() and time.monotonic() < deadline:
@@ -132,7 +132,7 @@ def test_interrupt_stops_remote_work(sshd, client_keys, kimi_model, venv_full, t
     model = tokenizer_model(kimi_model, tmp_path / "slow-model", "time.sleep(10**6)", pidfile)
     argv = [sys.executable, "-m", "introspect.cli.main",
             *probe_args(sshd, client_keys, model, venv_full, "--timeout", "60")]
-    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=REPO,
+    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=NEUTRAL_CWD,
                             env=dict(os.environ, PYTHONPATH=str(REPO)))
     deadline = time.monotonic() + 30
     while not pidfile.exists() and time.monotonic() < deadline:

@@ -1,0 +1,244 @@
+"""``introspect diff A B``: what differs between two model profiles (issue 8).
+
+A and B are each a saved profile (``probe --output FILE``) or a live target
+``HOST:PATH`` / ``HOST:ORG/NAME[@REV]`` (HOST may be a hosts.yaml entry name), probed
+here with the connection options. Two live targets are probed at the same time.
+Exit status: 0 identical in the compared groups, 1 different, 2 bad usage or input.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import dataclasses
+import json
+import re
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import click
+
+from introspect.analysis.diff import GROUPS, diff_profiles
+from introspect.analysis.profile import PROFILE_SCHEMA, build_profile
+from introspect.cli.connect import (
+    ConnectionFlags,
+    connection_options,
+    executor_for,
+    known_hosts_for,
+    load_inventory_for,
+)
+from introspect.errors import EXIT_FINDINGS, EXIT_OK, InputError, IntrospectError, ModelPathError, UsageError
+from introspect.inventory import Inventory
+from introspect.models import collect_hashes, is_repo_id, resolve_model
+from introspect.probe import ProbeOptions, gather, interpreter
+from introspect.transport.hostkeys import KnownHosts
+
+_SHA_RE = re.compile(r"^[0-9a-f]{64}$")
+MAX_VALUE = 100  # characters of one value shown in the human output
+
+
+@dataclass(frozen=True)
+class Side:
+    """One operand: a saved profile file, or a live host + model path / hub id."""
+
+    text: str
+    file: str | None = None
+    host: str | None = None
+    path: str | None = None
+    repo_id: str | None = None
+
+
+@dataclass(frozen=True)
+class LiveOptions:
+    venv: str | None
+    python: str | None
+    timeout: float
+    files_timeout: float
+    remote_code: bool
+    load_tokenizer: bool
+    hf_cache: str | None
+    json_cap: int
+
+
+# --------------------------------------------------------------------------- operands
+
+
+def parse_side(text: str) -> Side:
+    """A saved profile when ``text`` is an existing local file, else ``HOST:PATH`` / ``HOST:ORG/NAME``."""
+    if Path(text).is_file():
+        return Side(text, file=text)
+    host, sep, rest = text.partition(":")
+    if not sep or not host or not rest:
+        raise UsageError(f"{text!r} is neither a saved profile file nor HOST:PATH",
+                         hint="pass a file written by `introspect probe --output`, or HOST:/path/to/model "
+                              "or HOST:org/name[@rev]")
+    if rest.startswith("/"):
+        return Side(text, host=host, path=rest)
+    if is_repo_id(rest):
+        return Side(text, host=host, repo_id=rest)
+    raise UsageError(f"{text!r}: {rest!r} is neither an absolute model path nor a hub id org/name[@rev]",
+                     hint="write HOST:/absolute/path/to/model or HOST:org/name[@rev]")
+
+
+def load_profile(path: str) -> dict[str, Any]:
+    try:
+        data = json.loads(Path(path).read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError) as exc:
+        raise InputError(f"cannot read profile {path}: {exc}",
+                         hint="pass a file written by `introspect probe --output`") from None
+    if not isinstance(data, dict) or data.get("schema") != PROFILE_SCHEMA:
+        raise InputError(f"{path} is not an introspect profile ({PROFILE_SCHEMA})",
+                         hint="pass a file written by `introspect probe --output` (not --save-raw)")
+    return data
+
+
+# --------------------------------------------------------------------------- live probing
+
+
+def live_profile(side: Side, flags: ConnectionFlags, inventory: Inventory | None, known_hosts: KnownHosts,
+                 opts: LiveOptions) -> dict[str, Any]:
+    """Probe one live target (resolving a hub id first) and build its profile, file hashes included."""
+    executor, entry = executor_for(dataclasses.replace(flags, host=side.host), inventory, known_hosts)
+    venv = opts.venv or (entry.venvs[0].path if entry is not None and entry.venvs and not opts.python else None)
+    python = interpreter(opts.python, venv)
+    remote_code = opts.remote_code and (entry.remote_code if entry is not None else True)
+    with executor:
+        executor.connect()
+        path = side.path or ""
+        if side.repo_id:
+            path, _facts = resolve_model(executor, python, side.repo_id, opts.files_timeout, cache_dir=opts.hf_cache)
+        options = ProbeOptions(model_path=path, python=opts.python or "python3", venv=venv,
+                               tokenizer_timeout=opts.timeout, files_timeout=opts.files_timeout,
+                               remote_code=remote_code, load_tokenizer=opts.load_tokenizer, json_cap=opts.json_cap)
+        target = _target(executor, python, venv, path)
+        raw = gather(executor, options, target)
+        _check_raw(side, raw)
+        if raw.get("hashes") is None:
+            # Until the "model" task carries the hashes section itself, ask for it separately.
+            raw["hashes"], errors = collect_hashes(executor, python, path, json_cap=opts.json_cap,
+                                                   timeout=opts.files_timeout)
+            raw["errors"].extend(errors)
+    profile = build_profile(raw)
+    files = profile.setdefault("files", {})
+    if files.get("hashes") is None:
+        files["hashes"] = raw.get("hashes")
+    return profile
+
+
+def _target(executor: Any, python: str, venv: str | None, path: str) -> dict[str, Any]:
+    ssh = getattr(executor, "target", None)
+    return {"host": getattr(ssh, "host", None), "port": getattr(ssh, "port", None),
+            "user": getattr(ssh, "user", None), "python": python, "venv": venv, "model_path": path}
+
+
+def _check_raw(side: Side, raw: dict[str, Any]) -> None:
+    """A run that could not read the model is an error here: a diff against nothing means nothing."""
+    fatal = raw.get("fatal")
+    if isinstance(fatal, dict):
+        raise IntrospectError(f"{side.text}: {fatal.get('message')}", hint=fatal.get("hint"),
+                              stage=fatal.get("stage"))
+    status = (raw.get("files") or {}).get("status")
+    if status and status != "ok":
+        raise ModelPathError(f"{side.text}: model path {raw['target'].get('model_path')!r}: {status}",
+                             hint="give the directory that holds config.json")
+
+
+def profiles_for(sides: list[Side], flags: ConnectionFlags, opts: LiveOptions) -> list[dict[str, Any]]:
+    """Profiles in ``sides`` order; live ones probed in parallel, one connection each."""
+    live = [s for s in sides if s.file is None]
+    inventory = load_inventory_for(flags.hosts_file) if live else None
+    known_hosts = known_hosts_for(flags, inventory)
+    out: dict[int, dict[str, Any]] = {}
+    with concurrent.futures.ThreadPoolExecutor(max_workers=2, thread_name_prefix="diff") as pool:
+        futures = {i: pool.submit(live_profile, s, flags, inventory, known_hosts, opts)
+                   for i, s in enumerate(sides) if s.file is None}
+        for i, side in enumerate(sides):
+            if side.file is not None:
+                out[i] = load_profile(side.file)
+        for i, future in futures.items():
+            out[i] = future.result()
+    return [out[i] for i in range(len(sides))]
+
+
+# --------------------------------------------------------------------------- output
+
+
+def show(value: Any) -> str:
+    if isinstance(value, str) and _SHA_RE.match(value):
+        return value[:12]
+    text = "-" if value is None else (value if isinstance(value, str) else json.dumps(value))
+    return text if len(text) <= MAX_VALUE else text[: MAX_VALUE - 3] + "..."
+
+
+def _template_lines(template: dict[str, Any]) -> None:
+    source = template.get("source_b") or template.get("source_a") or "chat template"
+    click.echo(f"  chat template ({source}) differs: sha256 {show(template.get('sha256_a'))} -> "
+               f"{show(template.get('sha256_b'))}")
+    for line in template.get("lines") or []:
+        color = "green" if line.startswith("+") else "red" if line.startswith("-") else None
+        click.secho(f"    {line}", fg=color)
+    if template.get("truncated"):
+        click.echo("    ... (diff truncated)")
+
+
+def print_human(result: dict[str, Any]) -> None:
+    labels = result["labels"]
+    click.echo(f"A: {labels['a']}")
+    click.echo(f"B: {labels['b']}")
+    for name, group in result["groups"].items():
+        count = len(group["changes"])
+        click.secho(f"{name}: " + ("identical" if group["identical"] else f"{count} difference{'s' * (count != 1)}"),
+                    bold=True)
+        width = max((len(c["key"]) for c in group["changes"]), default=0)
+        for change in group["changes"]:
+            click.echo(f"  {change['key']:<{width}}  {show(change['a'])}  ->  {show(change['b'])}")
+        if group.get("template_diff"):
+            _template_lines(group["template_diff"])
+        for note in group.get("notes") or []:
+            click.echo(f"  note: {note}")
+    differing = [n for n, g in result["groups"].items() if not g["identical"]]
+    click.echo("result: identical" if result["identical"] else f"result: different ({', '.join(differing)})")
+
+
+# --------------------------------------------------------------------------- command
+
+
+@click.command("diff")
+@click.argument("a")
+@click.argument("b")
+@click.option("--only", "only", multiple=True, type=click.Choice(GROUPS),
+              help="Compare only this group (repeatable). Default: all four.")
+@click.option("--json", "as_json", is_flag=True, help="Print the differences as JSON on stdout.")
+@click.option("--venv", help="Virtualenv on the hosts whose bin/python probes live targets "
+                             "(default: the host entry's first venv).")
+@click.option("--python", "python_exe", help="Interpreter on the hosts (default python3).")
+@click.option("--hf-cache", help="HF hub cache dir on the hosts, for HOST:org/name targets.")
+@click.option("--timeout", type=float, default=120.0, show_default=True, help="Seconds for each tokenizer load.")
+@click.option("--files-timeout", type=float, default=60.0, show_default=True, help="Seconds for the file probes.")
+@click.option("--no-remote-code", is_flag=True, help="Never run the models' own code (trust_remote_code).")
+@click.option("--no-tokenizer", is_flag=True, help="Skip loading tokenizers; facts come from the files.")
+@click.option("--max-json-bytes", type=int, default=16 * 1024 * 1024, show_default=True,
+              help="Refuse (and do not hash) files above this size.")
+@connection_options
+def diff(a: str, b: str, only: tuple[str, ...], as_json: bool, venv: str | None, python_exe: str | None,
+         hf_cache: str | None, timeout: float, files_timeout: float, no_remote_code: bool, no_tokenizer: bool,
+         max_json_bytes: int, **kwargs: Any) -> int:
+    """Compare two model profiles: saved files or live HOST:PATH / HOST:org/name[@rev] targets."""
+    flags = ConnectionFlags.from_kwargs(kwargs)
+    if flags.host:
+        raise UsageError("diff takes its hosts from A and B (HOST:PATH), not from --host",
+                         hint="write the host into the operand, e.g. gpu-a1:/root/models/Kimi-K2.6")
+    sides = [parse_side(a), parse_side(b)]
+    opts = LiveOptions(venv=venv, python=python_exe, timeout=timeout, files_timeout=files_timeout,
+                       remote_code=not no_remote_code, load_tokenizer=not no_tokenizer, hf_cache=hf_cache,
+                       json_cap=max_json_bytes)
+    profile_a, profile_b = profiles_for(sides, flags, opts)
+    result = diff_profiles(profile_a, profile_b, only or GROUPS)
+    if as_json:
+        click.echo(json.dumps(result, indent=2))
+    else:
+        print_human(result)
+    return EXIT_OK if result["identical"] else EXIT_FINDINGS
+
+
+COMMANDS = [diff]

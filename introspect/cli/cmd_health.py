@@ -1,0 +1,385 @@
+"""``introspect health`` and ``introspect history`` (issue 4).
+
+``health`` checks every selected host of the inventory in parallel (bounded, staggered
+connects, one connection per host, known_hosts parsed once), stores the run in the
+history database, reports drift against the previous run, and exits 0 (all healthy),
+1 (a check failed) or 2 (inventory or usage error). Built to run from cron or a
+systemd timer: no prompt, plain lines when stderr is not a terminal, ``--prom`` for
+node_exporter's textfile collector.
+
+Rendering lives here, at the edge (architecture point 11): the checks produce plain
+dataclasses; this module turns them into a progress display, a table or JSON.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+import time
+from collections import Counter
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from contextlib import contextmanager
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+import click
+from rich.console import Console
+from rich.markup import escape
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    SpinnerColumn,
+    TextColumn,
+    TimeElapsedColumn,
+)
+from rich.table import Table
+
+from introspect.checks.health import CheckResult, exit_code
+from introspect.checks.health_run import (
+    SCHEMA,
+    HealthOptions,
+    HostReport,
+    all_results,
+    attach_drift,
+    record_run,
+    report_dict,
+    result_dict,
+    run_health,
+)
+from introspect.checks.history import HistoryStore, default_path
+from introspect.checks.prom import write_prom
+from introspect.cli.connect import ConnectionFlags, known_hosts_for, load_inventory_for, ssh_target
+from introspect.errors import UsageError
+from introspect.fleet import DEFAULT_STAGGER_S, FleetMonitor
+from introspect.inventory import HostEntry, Inventory, InventoryError, select_hosts
+from introspect.transport.base import Executor
+from introspect.transport.hostkeys import KnownHosts
+from introspect.transport.ssh import SSHExecutor
+
+STATUS_STYLE = {"pass": "green", "fail": "bold red", "warn": "yellow", "info": "cyan"}
+
+
+# ============================================================================ health
+
+
+@click.command("health")
+@click.option("--hosts", "hosts_file", type=click.Path(dir_okay=False),
+              help="Inventory file (default ./hosts.yaml when present).")
+@click.option("--only", multiple=True, metavar="NAME",
+              help="Check only these hosts (repeat, or comma-separate).")
+@click.option("--tags", multiple=True, metavar="T", help="Check only hosts with one of these tags.")
+@click.option("--parallel", type=click.IntRange(1, 1024), default=None,
+              help="Hosts checked at once (default: defaults.parallel in the inventory, 8).")
+@click.option("--json", "as_json", is_flag=True, help="Print the run as JSON on stdout.")
+@click.option("--prom", type=click.Path(dir_okay=False),
+              help="Write a Prometheus textfile (node_exporter textfile collector), atomically.")
+@click.option("--db", type=click.Path(dir_okay=False),
+              help=f"History database (default {default_path()}).")
+@click.option("--known-hosts", type=click.Path(dir_okay=False),
+              help="known_hosts file (default: defaults.known_hosts in the inventory, else ~/.ssh/known_hosts).")
+@click.option("--accept-new", is_flag=True,
+              help="Record keys of never-seen hosts (StrictHostKeyChecking=accept-new); a changed key is "
+                   "always refused.")
+@click.option("--ssh-config", type=click.Path(dir_okay=False),
+              help="ssh_config file to read instead of ~/.ssh/config and /etc/ssh/ssh_config.")
+@click.option("--connect-timeout", type=click.FloatRange(min=0, min_open=True), default=None,
+              help="Seconds for TCP connect (default: defaults.connect_timeout in the inventory, 5).")
+@click.option("--timeout", type=click.FloatRange(min=0, min_open=True), default=None,
+              help="Seconds for each remote check task, tokenizer loads included "
+                   "(default: defaults.probe_timeout in the inventory, 120).")
+def health(hosts_file: str | None, only: tuple[str, ...], tags: tuple[str, ...], parallel: int | None,
+           as_json: bool, prom: str | None, db: str | None, known_hosts: str | None, accept_new: bool,
+           ssh_config: str | None, connect_timeout: float | None, timeout: float | None) -> int:
+    """Check the venvs of every host in the inventory: packages, imports, tokenizers, disk, GPUs."""
+    inventory = load_inventory_for(hosts_file, required=True)
+    assert inventory is not None
+    hosts = _select(inventory, only, tags)
+    _check_prom_path(prom)
+    flags = ConnectionFlags(host=None, port=None, user=None, identity=None, jump=None, known_hosts=known_hosts,
+                            accept_new=accept_new, ssh_config=ssh_config, connect_timeout=connect_timeout,
+                            hosts_file=hosts_file)
+    known = known_hosts_for(flags, inventory)  # parsed once, shared by every connection (issue 7)
+    options = HealthOptions(probe_timeout=timeout or inventory.defaults.probe_timeout)
+    workers = parallel or inventory.defaults.parallel
+
+    with _open_store(db) as store:
+        started = time.time()
+        monitor = FleetMonitor(DEFAULT_STAGGER_S)
+        with _progress(len(hosts)) as on_done:
+            reports = run_health(hosts, _executor_factory(flags, inventory, known), parallel=workers,
+                                 options=options, monitor=monitor, on_done=on_done)
+        finished = time.time()
+        attach_drift(reports, store)  # before recording: "previous" must be the last stored run
+        run_id = record_run(store, reports, argv=_argv(hosts_file, only, tags, workers, prom, db),
+                            started_at=started, finished_at=finished)
+
+    code = exit_code(all_results(reports))
+    if prom:
+        _write_prom(prom, reports, started, finished)
+    fleet = {"parallel": workers, **monitor.stats()}
+    if as_json:
+        click.echo(json.dumps(_run_document(reports, run_id, started, finished, code, fleet), indent=2,
+                              default=str))
+    else:
+        _print_summary(reports, run_id, store.path, finished - started, fleet)
+    return code
+
+
+def _select(inventory: Inventory, only: Sequence[str], tags: Sequence[str]) -> list[HostEntry]:
+    try:
+        return select_hosts(inventory, only, tags)
+    except InventoryError as exc:
+        raise UsageError(str(exc), hint="check --only/--tags against the inventory's host names and tags") from None
+
+
+def _executor_factory(flags: ConnectionFlags, inventory: Inventory,
+                      known: KnownHosts) -> Callable[[HostEntry], Executor]:
+    def make(host: HostEntry) -> Executor:
+        return SSHExecutor(ssh_target(flags, host, inventory), known)
+
+    return make
+
+
+@contextmanager
+def _open_store(db: str | None) -> Iterator[HistoryStore]:
+    # Opened before any host is contacted: a bad --db fails in milliseconds, not after the run.
+    try:
+        store = HistoryStore(db)
+    except (OSError, sqlite3.Error) as exc:
+        raise UsageError(f"cannot open the history database {db or default_path()}: {exc}",
+                         hint="pass --db FILE in a writable directory") from None
+    try:
+        yield store
+    finally:
+        store.close()
+
+
+def _check_prom_path(prom: str | None) -> None:
+    if prom and not Path(prom).expanduser().parent.is_dir():
+        raise UsageError(f"--prom {prom}: directory {Path(prom).parent} does not exist",
+                         hint="create it, or point --prom at node_exporter's --collector.textfile.directory")
+
+
+def _write_prom(path: str, reports: Sequence[HostReport], started: float, finished: float) -> None:
+    rows = [row for report in reports for row in report.rows()]
+    try:
+        write_prom(Path(path).expanduser(), rows, {r.name: r.reachable for r in reports}, started, finished)
+    except OSError as exc:
+        raise UsageError(f"cannot write {path}: {exc.strerror or exc}",
+                         hint="check the directory's permissions (the run itself was recorded)") from None
+
+
+def _argv(hosts_file: str | None, only: Sequence[str], tags: Sequence[str], parallel: int, prom: str | None,
+          db: str | None) -> list[str]:
+    # Stored with the run, so `introspect history` can tell a cron run from a manual one.
+    argv = ["health", "--hosts", hosts_file or "hosts.yaml", "--parallel", str(parallel)]
+    for name in only:
+        argv += ["--only", name]
+    for tag in tags:
+        argv += ["--tags", tag]
+    if prom:
+        argv += ["--prom", prom]
+    if db:
+        argv += ["--db", db]
+    return argv
+
+
+# ------------------------------------------------------------------------ progress
+
+
+@contextmanager
+def _progress(total: int) -> Iterator[Callable[[HostReport], None]]:
+    """A callback for each finished host: a rich progress bar with a line per host on a
+    terminal; plain lines otherwise (cron mail and journald get one line per host)."""
+    console = Console(stderr=True, highlight=False, soft_wrap=True)
+    if not console.is_terminal:
+        yield lambda report: click.echo(_plain_line(report), err=True)
+        return
+    progress = Progress(SpinnerColumn(), TextColumn("checking hosts"), BarColumn(), MofNCompleteColumn(),
+                        TimeElapsedColumn(), console=console, transient=True)
+    task = progress.add_task("hosts", total=total)
+
+    def done(report: HostReport) -> None:
+        progress.console.print(_rich_line(report))
+        progress.advance(task)
+
+    with progress:
+        yield done
+
+
+def _counts(results: Iterable[CheckResult]) -> Counter[str]:
+    return Counter(r.status for r in results)
+
+
+def _plain_line(report: HostReport) -> str:
+    counts = _counts(r for _, _, r in report.rows())
+    if not report.reachable:
+        cause = next(r.message for r in report.host_results if r.check == "reachable")
+        return f"{report.name}: UNREACHABLE ({report.seconds:.1f} s): {cause}"
+    verdict = "FAIL" if counts["fail"] else "ok"
+    return (f"{report.name}: {verdict} ({report.seconds:.1f} s): {counts['pass']} pass, {counts['fail']} fail, "
+            f"{counts['warn']} warn, {counts['info']} info")
+
+
+def _rich_line(report: HostReport) -> str:
+    counts = _counts(r for _, _, r in report.rows())
+    name = escape(report.name)
+    if not report.reachable:
+        cause = next(r.message for r in report.host_results if r.check == "reachable")
+        return f"[bold red]✗[/] {name} [red]unreachable[/] [dim]({report.seconds:.1f} s)[/] {escape(cause)}"
+    mark = "[bold red]✗[/]" if counts["fail"] else "[green]✓[/]"
+    parts = [f"[green]{counts['pass']} pass[/]"]
+    parts += [f"[{STATUS_STYLE[s]}]{counts[s]} {s}[/]" for s in ("fail", "warn") if counts[s]]
+    return f"{mark} {name} [dim]({report.seconds:.1f} s)[/] " + ", ".join(parts)
+
+
+# ------------------------------------------------------------------------- output
+
+
+def _run_document(reports: Sequence[HostReport], run_id: int, started: float, finished: float, code: int,
+                  fleet: dict[str, Any]) -> dict[str, Any]:
+    counts = _counts(all_results(reports))
+    return {
+        "schema": SCHEMA,
+        "run_id": run_id,
+        "started_at": started,
+        "finished_at": finished,
+        "seconds": round(finished - started, 3),
+        "exit_code": code,
+        "fleet": fleet,
+        "summary": {"hosts": len(reports), "unreachable": sum(not r.reachable for r in reports),
+                    **{s: counts[s] for s in ("pass", "fail", "warn", "info")}},
+        "hosts": [report_dict(r) for r in reports],
+    }
+
+
+def _print_summary(reports: Sequence[HostReport], run_id: int, db: Path, seconds: float,
+                   fleet: dict[str, Any]) -> None:
+    console = Console(highlight=False, soft_wrap=False)
+    console.print(_summary_table(reports))
+    problems = [(h, v, r) for report in reports for h, v, r in report.rows() if r.status in ("fail", "warn")
+                and not r.check.startswith("drift:")]
+    drift_rows = [(h, v, r) for report in reports for h, v, r in report.rows() if r.check.startswith("drift:")]
+    _print_findings(console, "Problems", problems)
+    _print_findings(console, "Drift since the previous run", drift_rows)
+    failed = sum(r.status == "fail" for r in all_results(reports))
+    down = sum(not r.reachable for r in reports)
+    verdict = "[green]all healthy[/]" if not failed else f"[bold red]{failed} check(s) failed[/]"
+    console.print(f"{len(reports)} host(s), {down} unreachable, {verdict} in {seconds:.1f} s "
+                  f"(at most {fleet['max_open_connections']} connection(s) open; --parallel {fleet['parallel']}); "
+                  f"run #{run_id} stored in {escape(str(db))}")
+
+
+def _summary_table(reports: Sequence[HostReport]) -> Table:
+    table = Table(title="introspect health", title_justify="left", title_style="bold")
+    for column in ("host", "venv", "pass", "fail", "warn", "info", "drift", "time"):
+        table.add_column(column, justify="right" if column not in ("host", "venv") else "left",
+                         overflow="fold")
+    for report in reports:
+        host_counts = _counts(report.host_results)
+        if not report.reachable or not report.venvs:
+            status = "[bold red]unreachable[/]" if not report.reachable else "[dim](no venvs)[/]"
+            table.add_row(escape(report.name), status, *_count_cells(host_counts), "",
+                          f"{report.seconds:.1f}s")
+            if not report.reachable:
+                continue
+        for venv in report.venvs:
+            counts = _counts(venv.results)
+            drift_cell = f"[yellow]{len(venv.drift)}[/]" if venv.drift else ""
+            table.add_row(escape(report.name), escape(venv.path), *_count_cells(counts), drift_cell,
+                          f"{report.seconds:.1f}s")
+    return table
+
+
+def _count_cells(counts: Counter[str]) -> list[str]:
+    return [f"[{STATUS_STYLE[s]}]{counts[s]}[/]" if counts[s] else "[dim]0[/]"
+            for s in ("pass", "fail", "warn", "info")]
+
+
+def _print_findings(console: Console, title: str, rows: Sequence[tuple[str, str | None, CheckResult]]) -> None:
+    if not rows:
+        return
+    console.print(f"\n[bold]{title}[/]")
+    for host, venv, r in rows:
+        where = f"{host}:{venv}" if venv else host
+        console.print(f"  [{STATUS_STYLE[r.status]}]{r.status:4}[/] {escape(where)} {escape(r.check)}: "
+                      f"{escape(r.message)}")
+        if r.fix:
+            console.print(f"       [dim]fix:[/] {escape(r.fix)}")
+
+
+# =========================================================================== history
+
+
+@click.command("history")
+@click.option("--host", help="Only runs that checked this host (counts are for it alone).")
+@click.option("--db", type=click.Path(dir_okay=False), help=f"History database (default {default_path()}).")
+@click.option("--limit", type=click.IntRange(1, 100000), default=20, show_default=True,
+              help="How many runs, latest first.")
+@click.option("--run", "run_id", type=int, default=None, help="Show every result of this run.")
+@click.option("--json", "as_json", is_flag=True, help="Print as JSON on stdout.")
+def history(host: str | None, db: str | None, limit: int, run_id: int | None, as_json: bool) -> int:
+    """Past `introspect health` runs: when, how many hosts, what passed and failed, what drifted."""
+    path = Path(db).expanduser() if db else default_path()
+    if not path.exists():
+        # Not created here: a typo in --db must not leave an empty database behind.
+        if db:
+            raise UsageError(f"no history database at {path}", hint="run `introspect health --db FILE` first, "
+                             "or check the path")
+        _emit_history([], [], as_json, path)
+        return 0
+    with _open_store(str(path)) as store:
+        runs = store.runs(host=host, limit=limit)
+        details = store.run_results(run_id, host=host) if run_id is not None else []
+        if run_id is not None and not details:
+            raise UsageError(f"run #{run_id} has no results{f' for {host}' if host else ''} in {path}",
+                             hint="see `introspect history` for the run ids")
+        problems = {run.id: [s for s in store.run_results(run.id, host=host) if s.result.status in ("fail", "warn")]
+                    for run in runs} if as_json else {}
+    _emit_history(runs, details, as_json, path, problems)
+    return 0
+
+
+def _emit_history(runs: Sequence[Any], details: Sequence[Any], as_json: bool, path: Path,
+                  problems: dict[int, list[Any]] | None = None) -> None:
+    if as_json:
+        doc = {"db": str(path), "runs": [_run_summary(run, (problems or {}).get(run.id, [])) for run in runs]}
+        if details:
+            doc["results"] = [{"host": s.host, "venv": s.venv or None, **result_dict(s.result)} for s in details]
+        click.echo(json.dumps(doc, indent=2, default=str))
+        return
+    console = Console(highlight=False, soft_wrap=False)
+    if details:
+        _print_findings(console, f"Run #{details[0].run_id}", [(s.host, s.venv or None, s.result) for s in details])
+        return
+    if not runs:
+        console.print(f"no runs recorded in {escape(str(path))} yet")
+        return
+    table = Table(title=f"introspect health runs ({escape(str(path))})", title_justify="left")
+    for column in ("run", "started", "took", "hosts", "pass", "fail", "warn", "info"):
+        table.add_column(column, justify="left" if column == "started" else "right", no_wrap=True)
+    # The command is the least important column: it gets what width is left, cut short.
+    table.add_column("command", overflow="ellipsis", no_wrap=True)
+    for run in runs:
+        took = f"{run.finished_at - run.started_at:.1f}s" if run.finished_at else "?"
+        table.add_row(str(run.id), _when(run.started_at), took, str(run.hosts),
+                      *_count_cells(Counter({"pass": run.passed, "fail": run.failed, "warn": run.warned,
+                                             "info": run.info})),
+                      escape(" ".join(run.argv)))
+    console.print(table)
+
+
+def _run_summary(run: Any, problems: Sequence[Any]) -> dict[str, Any]:
+    return {"id": run.id, "started_at": run.started_at, "finished_at": run.finished_at, "argv": run.argv,
+            "hosts": run.hosts, "pass": run.passed, "fail": run.failed, "warn": run.warned, "info": run.info,
+            "problems": [{"host": s.host, "venv": s.venv or None, "check": s.result.check,
+                          "status": s.result.status, "message": s.result.message} for s in problems]}
+
+
+def _when(ts: float) -> str:
+    return datetime.fromtimestamp(ts).astimezone().strftime("%Y-%m-%d %H:%M:%S %Z")
+
+
+COMMANDS = [health, history]
