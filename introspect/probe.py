@@ -72,28 +72,41 @@ def gather(executor: Executor, options: ProbeOptions, target: dict[str, Any]) ->
         jobs["tokenizer"] = (tok_request, options.tokenizer_timeout, True)
 
     python = interpreter(options.python, options.venv)
-    with concurrent.futures.ThreadPoolExecutor(max_workers=len(jobs)) as pool:
+    pool = concurrent.futures.ThreadPoolExecutor(max_workers=len(jobs))
+    try:
         futures = {task: pool.submit(_run, executor, python, task, req, timeout, isolate)
                    for task, (req, timeout, isolate) in jobs.items()}
-        for task, future in futures.items():
-            try:
-                reply = future.result()
-            except IntrospectError as exc:
-                raw["errors"].append(_error_record(task, exc))
-                if isinstance(exc, ConnectError) or raw["fatal"] is None and task == "model":
-                    raw["fatal"] = exc.as_dict() | {"exit_code": exc.exit_code}
-                continue
-            raw["timings"][task] = reply.seconds
-            raw["errors"].extend(reply.errors)
-            if reply.python:
-                raw.setdefault("python", reply.python)
-            if task == "model" and isinstance(reply.facts, dict):
-                for key in ("files", "tokenizer_files", "safetensors", "drafters", "environment"):
-                    raw[key] = reply.facts.get(key)
-                raw["timings"].update({f"model.{k}": v for k, v in (reply.facts.get("timings") or {}).items()})
-            elif task == "tokenizer":
-                raw["tokenizer_probe"] = reply.facts
-                if reply.supervisor:
-                    raw["timings"]["tokenizer.supervisor"] = reply.supervisor.get("seconds")
+        _collect(futures, raw)
+    except BaseException:
+        # Ctrl-C (or any crash) while probes run: close the channels first, so the remote
+        # watchdogs kill their task groups and the worker threads return at once.
+        executor.close()
+        raise
+    finally:
+        pool.shutdown(wait=True)
     raw["timings"]["total"] = round(time.monotonic() - started, 3)
     return raw
+
+
+def _collect(futures: dict[str, concurrent.futures.Future[ProbeReply]], raw: dict[str, Any]) -> None:
+    """Merge each task's reply into ``raw``; a failed task becomes an error record."""
+    for task, future in futures.items():
+        try:
+            reply = future.result()
+        except IntrospectError as exc:
+            raw["errors"].append(_error_record(task, exc))
+            if isinstance(exc, ConnectError) or raw["fatal"] is None and task == "model":
+                raw["fatal"] = exc.as_dict() | {"exit_code": exc.exit_code}
+            continue
+        raw["timings"][task] = reply.seconds
+        raw["errors"].extend(reply.errors)
+        if reply.python:
+            raw.setdefault("python", reply.python)
+        if task == "model" and isinstance(reply.facts, dict):
+            for key in ("files", "tokenizer_files", "safetensors", "drafters", "environment", "hashes"):
+                raw[key] = reply.facts.get(key)
+            raw["timings"].update({f"model.{k}": v for k, v in (reply.facts.get("timings") or {}).items()})
+        elif task == "tokenizer":
+            raw["tokenizer_probe"] = reply.facts
+            if reply.supervisor:
+                raw["timings"]["tokenizer.supervisor"] = reply.supervisor.get("seconds")

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import os
 import shutil
+import signal
 import socket
 import subprocess
 import time
@@ -71,12 +72,27 @@ class SSHServer:
         self.proc = None
 
     def kill(self) -> None:
-        """Kill sshd and every session it started (simulates a host going away)."""
-        if self.proc is not None:
-            subprocess.run(["pkill", "-KILL", "-f", f"sshd.*{self.root}"], check=False)
-            self.proc.kill()
-            self.proc.wait()
-            self.proc = None
+        """SIGKILL sshd and every sshd process of its sessions (a host's sshd going away).
+        The session's own commands are left alone: they must notice by themselves."""
+        if self.proc is None:
+            return
+        table = subprocess.run(["ps", "-eo", "pid=,ppid=,comm="], capture_output=True, text=True).stdout
+        children: dict[int, list[tuple[int, str]]] = {}
+        for line in table.splitlines():
+            pid, ppid, comm = line.split(None, 2)
+            children.setdefault(int(ppid), []).append((int(pid), comm.strip()))
+        doomed, todo = [], [self.proc.pid]
+        while todo:
+            pid = todo.pop()
+            doomed.append(pid)
+            todo.extend(child for child, comm in children.get(pid, []) if comm.startswith("sshd"))
+        for pid in doomed:
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+        self.proc.wait()
+        self.proc = None
 
 
 def start_sshd(root: Path, client: ClientKeys, address: str = "127.0.0.1", port: int | None = None,
@@ -113,8 +129,9 @@ MaxStartups 200:30:400
 LogLevel ERROR
 {extra_config}
 """)
-    proc = subprocess.Popen([SSHD, "-D", "-e", "-f", str(config)], stdin=subprocess.DEVNULL,
-                            stdout=subprocess.DEVNULL, stderr=open(root / "sshd.log", "ab"))
+    with open(root / "sshd.log", "ab") as log:
+        proc = subprocess.Popen([SSHD, "-D", "-e", "-f", str(config)], stdin=subprocess.DEVNULL,
+                                stdout=subprocess.DEVNULL, stderr=log)
     server = SSHServer(address, port, root, host_key, proc)
     deadline = time.monotonic() + 10
     while time.monotonic() < deadline:

@@ -136,6 +136,7 @@ def build_profile(raw: dict[str, Any]) -> dict[str, Any]:
             "total_size": files.get("total_size"),
             "custom_code": _custom_code(files),
             "safetensors_bytes_read": _dict(raw.get("safetensors")).get("bytes_read"),
+            "hashes": raw.get("hashes") if isinstance(raw.get("hashes"), dict) else None,
         },
         "findings": _dedupe(findings),
         "timings": timings,

@@ -14,7 +14,9 @@ from introspect.analysis.profile import build_profile, exit_code
 from introspect.cli.connect import ConnectionFlags, connection_options, executor_for, load_inventory_for
 from introspect.cli.render import print_report
 from introspect.errors import InputError, ModelPathError
+from introspect.models import is_repo_id, resolve_model, snapshot_remote_code_finding
 from introspect.probe import ProbeOptions, gather, interpreter
+from introspect.transport.base import Executor
 
 
 def write_json(path: str, data: Any) -> None:
@@ -50,10 +52,12 @@ def emit(profile: dict[str, Any], *, as_json: bool, output: str | None) -> None:
 @click.option("--no-tokenizer", is_flag=True, help="Skip loading the tokenizer; facts come from the files.")
 @click.option("--max-json-bytes", type=int, default=16 * 1024 * 1024, show_default=True,
               help="Refuse JSON files above this size.")
+@click.option("--hf-cache", help="HF hub cache dir on the target for --model ORG/NAME[@REV] "
+              "(default: HF_HUB_CACHE, HF_HOME/hub, ~/.cache/huggingface/hub there).")
 @connection_options
 def probe(model: str, venv: str | None, python_exe: str | None, as_json: bool, output: str | None,
           save_raw: str | None, timeout: float, files_timeout: float, no_remote_code: bool,
-          no_tokenizer: bool, max_json_bytes: int, **kwargs: Any) -> int:
+          no_tokenizer: bool, max_json_bytes: int, hf_cache: str | None, **kwargs: Any) -> int:
     """Profile a model directory: architecture, experts, tokenizer, chat template, venv."""
     flags = ConnectionFlags.from_kwargs(kwargs)
     inventory = load_inventory_for(flags.hosts_file) if flags.host else None
@@ -63,6 +67,30 @@ def probe(model: str, venv: str | None, python_exe: str | None, as_json: bool, o
     remote_code = not no_remote_code and (entry.remote_code if entry else True)
     if entry is not None and venv:
         remote_code = remote_code and all(v.remote_code for v in entry.venvs if v.path == venv)
+    with executor:
+        resolved = None
+        if is_repo_id(model):
+            # An id like moonshotai/Kimi-K2.6@rev: find its snapshot in the host's HF cache first.
+            model, resolved = resolve_model(executor, interpreter(python_exe, venv), model, files_timeout,
+                                            cache_dir=hf_cache)
+        raw = _gather(executor, model, venv, python_exe, timeout, files_timeout, remote_code,
+                      no_tokenizer, max_json_bytes)
+    if resolved is not None:
+        raw["resolved"] = resolved
+    if save_raw:
+        write_json(save_raw, raw)
+    profile = build_profile(raw)
+    snapshot_finding = snapshot_remote_code_finding(raw)
+    if snapshot_finding:
+        profile["findings"].append(snapshot_finding)
+    code = exit_code(profile, raw)
+    emit(profile, as_json=as_json, output=output)
+    _report_fatal(raw, profile)
+    return code
+
+
+def _gather(executor: Executor, model: str, venv: str | None, python_exe: str | None, timeout: float,
+            files_timeout: float, remote_code: bool, no_tokenizer: bool, max_json_bytes: int) -> dict[str, Any]:
     options = ProbeOptions(model_path=model, python=python_exe or "python3", venv=venv,
                            tokenizer_timeout=timeout, files_timeout=files_timeout,
                            remote_code=remote_code, load_tokenizer=not no_tokenizer,
@@ -71,15 +99,7 @@ def probe(model: str, venv: str | None, python_exe: str | None, as_json: bool, o
               "port": getattr(getattr(executor, "target", None), "port", None),
               "user": getattr(getattr(executor, "target", None), "user", None),
               "python": interpreter(python_exe, venv), "venv": venv, "model_path": model}
-    with executor:
-        raw = gather(executor, options, target)
-    if save_raw:
-        write_json(save_raw, raw)
-    profile = build_profile(raw)
-    code = exit_code(profile, raw)
-    emit(profile, as_json=as_json, output=output)
-    _report_fatal(raw, profile)
-    return code
+    return gather(executor, options, target)
 
 
 def _report_fatal(raw: dict[str, Any], profile: dict[str, Any]) -> None:

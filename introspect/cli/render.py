@@ -174,8 +174,9 @@ def template_section(profile: dict[str, Any]) -> Table:
     sample = tpl.get("sample")
     if isinstance(sample, str):
         _row(table, "sample", sample if len(sample) < 600 else sample[:600] + " ...")
-    elif isinstance(sample, dict) and sample.get("error"):
-        _row(table, "sample", f"render failed: {sample.get('error')}")
+    elif _d(tpl.get("sample_error")):
+        err = _d(tpl.get("sample_error"))
+        _row(table, "sample", f"render failed: {err.get('type')}: {err.get('message')}")
     return table
 
 

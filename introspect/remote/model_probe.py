@@ -46,20 +46,28 @@ class _Section(threading.Thread):
 
 
 def run(request: Dict[str, Any]) -> Dict[str, Any]:
-    from introspect.remote import env_probe, files_probe, safetensors_probe, tokenizer_files
+    from introspect.remote import (
+        discover_probe,
+        env_probe,
+        files_probe,
+        safetensors_probe,
+        tokenizer_files,
+    )
 
     path = str(request["model_path"])
     cap = int(request.get("json_cap") or common.DEFAULT_JSON_CAP)
     max_header = int(request.get("max_header") or 100 * 1024 * 1024)
     deadline = time.time() + float(request.get("deadline") or 60)
     wanted = set(request.get("sections") or ["files", "tokenizer_files", "safetensors", "drafters",
-                                             "environment"])
+                                             "environment", "hashes"])
 
     collectors = {
         "files": lambda: files_probe.collect_files(path, json_cap=cap),
         "tokenizer_files": lambda: tokenizer_files.collect_tokenizer_files(path, json_cap=cap),
         "safetensors": lambda: safetensors_probe.collect_safetensors(path, max_header=max_header),
         "drafters": lambda: files_probe.collect_drafters(path, json_cap=cap),
+        # sha256 of the small files, shard names and sizes: what `introspect diff` compares.
+        "hashes": lambda: discover_probe.collect_hashes(path, json_cap=cap),
     }
     sections = [_Section(name, fn) for name, fn in collectors.items() if name in wanted]
     for section in sections:

@@ -15,6 +15,7 @@ supervisor kills the whole group at the deadline and removes the temp dir.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -127,11 +128,13 @@ def _private_env(tmp: str) -> Dict[str, str]:
     dirs = {
         "HF_HOME": "hf",
         "HF_MODULES_CACHE": os.path.join("hf", "modules"),
-        "TIKTOKEN_CACHE_DIR": "tiktoken",
-        "XDG_CACHE_HOME": "cache",
+        # Suffixed names: the child's cwd must never hold a dir that imports as a
+        # namespace package (an empty "tiktoken/" would shadow a missing tiktoken).
+        "TIKTOKEN_CACHE_DIR": "tiktoken-cache",
+        "XDG_CACHE_HOME": "xdg-cache",
         "TMPDIR": "tmp",
-        "MPLCONFIGDIR": "mpl",
-        "TRITON_CACHE_DIR": "triton",
+        "MPLCONFIGDIR": "mpl-cache",
+        "TRITON_CACHE_DIR": "triton-cache",
     }
     for name, sub in dirs.items():
         path = os.path.join(tmp, sub)
@@ -144,11 +147,16 @@ def _private_env(tmp: str) -> Dict[str, str]:
     return env
 
 
+def _empty_dir(tmp: str) -> str:
+    """An empty working dir for the child: ``python -c`` puts the cwd on sys.path."""
+    path = os.path.join(tmp, "cwd")
+    os.makedirs(path, exist_ok=True)
+    return path
+
+
 def _kill_group(proc: "subprocess.Popen") -> None:
-    try:
+    with contextlib.suppress(ProcessLookupError, PermissionError, OSError):
         os.killpg(proc.pid, signal.SIGKILL)
-    except (ProcessLookupError, PermissionError, OSError):
-        pass
 
 
 def _parse_frame(data: bytes) -> Optional[Dict[str, Any]]:
@@ -195,7 +203,7 @@ def _supervise(envelope: Dict[str, Any], boot: str) -> Dict[str, Any]:
         proc = subprocess.Popen(
             [sys.executable, "-B", "-c", "_BOOT = %r\n%s" % (boot, boot)],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-            env=_private_env(tmp), cwd=tmp, start_new_session=True,
+            env=_private_env(tmp), cwd=_empty_dir(tmp), start_new_session=True,
         )
     except OSError as exc:
         cleanup()
@@ -220,10 +228,8 @@ def _supervise(envelope: Dict[str, Any], boot: str) -> Dict[str, Any]:
         timed_out = True
     _kill_group(proc)  # the task's own children too, whether it finished or not
     proc.wait()
-    try:
+    with contextlib.suppress(OSError):
         proc.stdin.close()
-    except OSError:
-        pass
     for reader in readers:
         reader.join(5)
     done.set()

@@ -88,7 +88,7 @@ class Executor(abc.ABC):
     @abc.abstractmethod
     def _spawn(self, argv: list[str]) -> RemoteProcess: ...
 
-    def connect(self) -> None:
+    def connect(self) -> None:  # noqa: B027 - an optional hook: local needs no connection
         """Open the connection (no-op for local)."""
 
     def close(self) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import os
 import signal
 import subprocess
@@ -46,18 +47,14 @@ class LocalProcess(RemoteProcess):
             return None
 
     def kill(self) -> None:
-        try:
+        with contextlib.suppress(OSError):
             self._proc.stdin.close()
-        except OSError:
-            pass
         if self._proc.poll() is None:
             try:
                 self._proc.wait(0.5)  # closing stdin lets the probe clean up first
             except subprocess.TimeoutExpired:
-                try:
+                with contextlib.suppress(OSError):
                     os.killpg(self._proc.pid, signal.SIGKILL)
-                except OSError:
-                    pass
                 self._proc.wait()
 
 

@@ -60,7 +60,7 @@ def remote_sources() -> dict[str, str]:
 
 def boot_source() -> str:
     # The supervisor re-runs BOOT for isolated children, so BOOT carries itself.
-    return "_BOOT = %r\n%s" % (BOOT, BOOT)
+    return f"_BOOT = {BOOT!r}\n{BOOT}"
 
 
 def command_argv(python: str) -> list[str]:

@@ -78,7 +78,18 @@ class SSHProcess(RemoteProcess):
             if time.monotonic() > deadline:
                 return None
             time.sleep(0.02)
-        return self._channel.recv_exit_status()
+        status = self._channel.recv_exit_status()
+        if status == -1:
+            # paramiko's "closed without an exit status": the session or the whole
+            # connection died under us. Give the transport a moment to notice which.
+            for _ in range(50):
+                if not self._transport.is_active():
+                    break
+                time.sleep(0.02)
+            raise ConnectionLost("the SSH session ended without an exit status (sshd or the host went away)",
+                                 hint="check that the host and its sshd are up, then rerun",
+                                 host=self._label, stage="probe")
+        return status
 
     def kill(self) -> None:
         # Closing the channel closes the remote stdin: the probe's watchdog then
@@ -164,7 +175,7 @@ class SSHExecutor(Executor):
             raise HostUnreachable(f"connection refused by {where}",
                                   hint="check that sshd runs there and listens on that port",
                                   host=self.label, stage="connect") from None
-        except (socket.timeout, TimeoutError):
+        except TimeoutError:
             raise HostUnreachable(f"TCP connect to {where} timed out after {timeout:g} s",
                                   hint="check the address, the network path and that the host is up "
                                        "(or raise --connect-timeout)",

@@ -22,6 +22,8 @@ from transformers import PreTrainedTokenizer
 
 
 class {cls}(PreTrainedTokenizer):
+    num_reserved_special_tokens = 256  # as Kimi's class: the fallback reads it from here
+
     def __init__(self, **kwargs):
         with open({pidfile!r}, "a") as fh:
             fh.write("%d\\n" % os.getpid())

@@ -306,7 +306,7 @@ def test_secrets_never_reach_the_profile(tmp_path, client_keys, kimi_model, venv
                         extra_config=f"SetEnv HF_TOKEN={secret} MY_ACCESS_KEY={secret}")
     try:
         trust(server, client_keys)
-        result = run_cli(*probe_args(server, client_keys, kimi_model, venv_full, "--json", "--debug"))
+        result = run_cli("--debug", *probe_args(server, client_keys, kimi_model, venv_full, "--json"))
         assert result.code == 0, result.stderr[-2000:]
         assert secret not in result.stdout and secret not in result.stderr
     finally:

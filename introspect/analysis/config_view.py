@@ -1,0 +1,268 @@
+"""A safe, typed view of a model's ``config.json``.
+
+config.json comes from an untrusted host: keys can be missing, of the wrong type,
+null, absurdly large, or (when a caller hands us Python objects) even cyclic.
+Every verdict in ``introspect.analysis`` reads the config through this view, so
+the guards live in one place and every other module can assume clean values.
+
+The view also unwraps multimodal and wrapper configs (Kimi-K2.5's ``kimi_k25``
+with everything in ``text_config``; LLaVA-style ``text_config``; InternVL's
+``llm_config``; DeepSeek-VL's ``language_config``; Qwen-Omni's
+``thinker_config.text_config``) and remembers which keys each verdict read, so
+the profile can cite its evidence.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping
+from typing import Any
+
+# Bounds that keep arithmetic and list building cheap whatever the file says.
+MAX_DEPTH = 24  # nesting levels kept when copying the config
+MAX_ITEMS = 200_000  # entries kept per list / dict
+MAX_LAYERS = 100_000  # no real model has more; a bigger value is garbage
+MAX_SIZE = 10**12  # any width, count or vocab beyond this is garbage
+
+# Keys that hold the language model inside a wrapper config, in search order.
+NESTED_TEXT_KEYS = ("text_config", "llm_config", "language_config", "language_model_config", "thinker_config")
+
+# Keys a wrapper may keep at its top level while the text model lives nested.
+INHERITED_KEYS = frozenset(
+    {"quantization_config", "compression_config", "torch_dtype", "dtype", "tie_word_embeddings", "vocab_size"}
+)
+
+# Keys whose presence marks a dict as a language-model config worth descending into.
+_MODEL_MARKERS = (
+    "num_hidden_layers",
+    "n_layer",
+    "num_layers",
+    "n_layers",
+    "hidden_size",
+    "d_model",
+    "n_embd",
+    "text_config",
+    "model_type",
+)
+
+
+# Documented defaults of the transformers configuration classes, for the keys a
+# real config.json of that family is known to omit (Gemma-3's text_config has no
+# vocab_size; GPT-2 and Gemma tie embeddings without saying so).
+FAMILY_DEFAULTS: dict[str, dict[str, Any]] = {
+    "gpt2": {"tie_word_embeddings": True},
+    "bert": {"tie_word_embeddings": True, "type_vocab_size": 2},
+    "roberta": {"tie_word_embeddings": True},
+    "falcon": {"tie_word_embeddings": True},
+    "RefinedWeb": {"tie_word_embeddings": True},
+    "RefinedWebModel": {"tie_word_embeddings": True},
+    "gpt_bigcode": {"tie_word_embeddings": True},
+    "starcoder2": {"tie_word_embeddings": True},
+    "mamba": {"tie_word_embeddings": True},
+    "falcon_mamba": {"tie_word_embeddings": True},
+    "gemma": {"tie_word_embeddings": True},
+    "gemma2": {"tie_word_embeddings": True, "sliding_window": 4096},
+    "gemma3_text": {
+        "tie_word_embeddings": True,
+        "vocab_size": 262_208,
+        "max_position_embeddings": 131_072,
+        "head_dim": 256,
+        "sliding_window": 4096,
+        "sliding_window_pattern": 6,
+    },
+    "gemma3": {"tie_word_embeddings": True},
+}
+
+
+def sanitize(value: Any, _depth: int = 0, _stack: frozenset[int] = frozenset()) -> Any:
+    """Copy ``value`` into plain JSON-like data: no cycles, bounded depth and size.
+
+    A dict that contains itself (directly or further down) is cut at the repeat,
+    non-string keys are stringified, and anything exotic becomes its ``repr``-free
+    type name so nothing downstream ever sees a custom object.
+    """
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return value
+    if _depth >= MAX_DEPTH:
+        return None
+    marker = id(value)
+    if marker in _stack:
+        return None  # a loop back to an enclosing container: cut it
+    stack = _stack | {marker}
+    try:
+        if isinstance(value, Mapping):
+            out: dict[str, Any] = {}
+            for count, (key, item) in enumerate(value.items()):
+                if count >= MAX_ITEMS:
+                    break
+                out[key if isinstance(key, str) else str(key)] = sanitize(item, _depth + 1, stack)
+            return out
+        if isinstance(value, (list, tuple)):
+            return [sanitize(item, _depth + 1, stack) for item in value[:MAX_ITEMS]]
+    except Exception:  # a hostile Mapping whose items() raises
+        return None
+    return None
+
+
+def _looks_like_model(data: Mapping[str, Any]) -> bool:
+    return any(key in data for key in _MODEL_MARKERS)
+
+
+def unwrap(root: Mapping[str, Any]) -> tuple[dict[str, Any], list[str]]:
+    """Find the language-model config inside a wrapper.
+
+    Returns the text config and the key path taken (empty when the config is flat).
+    A nested config is only taken when it looks like a model, so a wrapper that
+    keeps its text fields at the top (old Qwen2-VL) stays flat.
+    """
+    current: dict[str, Any] = dict(root)
+    path: list[str] = []
+    for _ in range(4):  # Qwen-Omni nests two levels; four is generous
+        for key in NESTED_TEXT_KEYS:
+            child = current.get(key)
+            if isinstance(child, dict) and child and _looks_like_model(child):
+                current = child
+                path.append(key)
+                break
+        else:
+            break
+    return current, path
+
+
+def _as_int(value: Any, minimum: int, maximum: int) -> int | None:
+    # bool is an int subclass; `true` is never a layer count.
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, float):
+        if not math.isfinite(value) or not value.is_integer():
+            return None
+        if abs(value) > maximum:
+            return None
+        value = int(value)
+    if not isinstance(value, int):
+        return None
+    if value < minimum or value > maximum:
+        return None
+    return value
+
+
+def _as_float(value: Any) -> float | None:
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        if abs(value) > MAX_SIZE:
+            return None
+        return float(value)
+    if isinstance(value, float) and math.isfinite(value):
+        return value
+    return None
+
+
+class ConfigView:
+    """Typed getters over a sanitized config dict, with fallbacks and evidence.
+
+    Lookups try each alias in order, first in the text config, then (for keys in
+    ``INHERITED_KEYS``) in the wrapper, then in the family's documented defaults.
+    Every key that answered is recorded in ``evidence``.
+    """
+
+    def __init__(
+        self,
+        data: Mapping[str, Any],
+        *,
+        parent: Mapping[str, Any] | None = None,
+        defaults: Mapping[str, Any] | None = None,
+        prefix: str = "",
+    ) -> None:
+        self.data: dict[str, Any] = dict(data)
+        self.parent: dict[str, Any] = dict(parent) if parent else {}
+        self.defaults: dict[str, Any] = dict(defaults) if defaults else {}
+        self.prefix = prefix
+        self.read: set[str] = set()
+        self.evidence: dict[str, Any] = {}
+
+    # -- raw access -------------------------------------------------------------
+
+    def lookup(self, *keys: str) -> tuple[str | None, Any]:
+        """First alias with a non-null value: ``(where, value)``; ``(None, None)`` if none."""
+        for key in keys:
+            self.read.add(key)
+            if self.data.get(key) is not None:
+                return self.prefix + key, self.data[key]
+            if key in INHERITED_KEYS and self.parent.get(key) is not None:
+                return key, self.parent[key]
+        for key in keys:
+            if self.defaults.get(key) is not None:
+                return f"default({key})", self.defaults[key]
+        return None, None
+
+    def present(self, *keys: str) -> bool:
+        """True when any alias holds a non-null value in the file itself."""
+        self.read.update(keys)
+        return any(self.data.get(key) is not None for key in keys)
+
+    def _typed(self, keys: Iterable[str], convert: Any) -> Any:
+        for key in keys:
+            where, value = self.lookup(key)
+            if where is None:
+                continue
+            converted = convert(value)
+            if converted is not None:
+                # Long lists (layer_types) are cited by length, not copied into the profile again.
+                long = isinstance(converted, list) and len(converted) > 8
+                self.evidence[where] = f"[{len(converted)} items]" if long else converted
+                return converted
+        return None
+
+    # -- typed getters ----------------------------------------------------------
+
+    def get_int(self, *keys: str, minimum: int = 0, maximum: int = MAX_SIZE) -> int | None:
+        return self._typed(keys, lambda v: _as_int(v, minimum, maximum))
+
+    def get_float(self, *keys: str) -> float | None:
+        return self._typed(keys, _as_float)
+
+    def get_bool(self, *keys: str) -> bool | None:
+        return self._typed(keys, lambda v: v if isinstance(v, bool) else None)
+
+    def get_str(self, *keys: str) -> str | None:
+        return self._typed(keys, lambda v: v if isinstance(v, str) and v else None)
+
+    def get_dict(self, *keys: str) -> dict[str, Any] | None:
+        for key in keys:
+            where, value = self.lookup(key)
+            if isinstance(value, dict):
+                self.evidence.setdefault(where or key, "{...}")
+                return value
+        return None
+
+    def get_int_list(self, *keys: str, minimum: int = 0, maximum: int = MAX_SIZE) -> list[int] | None:
+        """A list of ints; null when any element is not one (a half-valid list is not trusted)."""
+
+        def convert(value: Any) -> list[int] | None:
+            if not isinstance(value, list):
+                return None
+            out = [_as_int(item, minimum, maximum) for item in value]
+            return None if any(item is None for item in out) else out  # type: ignore[misc]
+
+        return self._typed(keys, convert)
+
+    def get_str_list(self, *keys: str) -> list[str] | None:
+        def convert(value: Any) -> list[str] | None:
+            if not isinstance(value, list) or not all(isinstance(item, str) for item in value):
+                return None
+            return list(value)
+
+        return self._typed(keys, convert)
+
+    def sub(self, key: str) -> ConfigView | None:
+        """A view on a nested dict (``linear_attn_config``, ``vision_config``)."""
+        value = self.get_dict(key)
+        if value is None:
+            return None
+        return ConfigView(value, prefix=f"{self.prefix}{key}.")
+
+
+def positive(value: int | None) -> int | None:
+    """``value`` when it is a usable size (> 0), else None."""
+    return value if value is not None and value > 0 else None

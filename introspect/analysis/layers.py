@@ -1,0 +1,267 @@
+"""Per-layer token-mixer kinds: is the model pure attention or a hybrid?
+
+Families state their layer layout in at least eight different ways (an explicit
+``layer_types`` list, Kimi-Linear's 1-based ``kda_layers``, Qwen3-Next's
+``full_attention_interval``, Jamba's periods and offsets, Nemotron-H's pattern
+string, MiniMax's ``attn_type_list``, Gemma's implied alternation, ...). This
+module turns each into one list with one canonical kind per layer.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from dataclasses import dataclass, field
+
+from introspect.analysis.config_view import MAX_LAYERS, ConfigView, positive
+
+FULL = "full_attention"
+SLIDING = "sliding_attention"
+GDN = "gated_deltanet"
+KDA = "kda"
+LINEAR = "linear_attention"
+MAMBA = "mamba"
+MAMBA2 = "mamba2"
+MLP = "mlp"
+
+ATTENTION_KINDS = frozenset({FULL, SLIDING})
+RECURRENT_KINDS = frozenset({GDN, KDA, LINEAR, MAMBA, MAMBA2, "conv"})
+
+# Families whose generic "linear_attention" / "mamba" layers are a specific mixer.
+GDN_FAMILIES = frozenset({"qwen3_next", "qwen3_5", "qwen3_5_text", "qwen3_5_moe", "qwen3_5_moe_text"})
+KDA_FAMILIES = frozenset({"kimi_linear"})
+MAMBA1_FAMILIES = frozenset({"mamba", "falcon_mamba", "jamba"})
+MAMBA2_FAMILIES = frozenset({"mamba2", "nemotron_h", "falcon_h1", "granitemoehybrid", "bamba", "zamba2"})
+SSM_ONLY_FAMILIES = frozenset({"mamba", "falcon_mamba", "mamba2"})
+# Families that alternate sliding and global attention even when the file omits layer_types.
+ALTERNATING_SLIDING = {"gemma2": 2, "gpt_oss": 2, "cohere2": 4}
+
+
+@dataclass
+class LayerLayout:
+    """The per-layer mixer kinds and where they were read from."""
+
+    pattern: list[str]
+    source: str | None
+    unknown: list[str] = field(default_factory=list)  # layer-type names not understood
+
+    @property
+    def kinds(self) -> dict[str, int]:
+        return dict(Counter(self.pattern))
+
+    @property
+    def components(self) -> Counter[str]:
+        """Layers per single mixer kind, a parallel ``a+b`` layer counting for both."""
+        out: Counter[str] = Counter()
+        for kind in self.pattern:
+            out.update(kind.split("+"))
+        return out
+
+    @property
+    def pure_attention(self) -> bool:
+        return not any(part in RECURRENT_KINDS for part in self.components)
+
+    @property
+    def attention_layers(self) -> int:
+        return sum(1 for kind in self.pattern if any(p in ATTENTION_KINDS for p in kind.split("+")))
+
+    def as_dict(self) -> dict[str, object]:
+        return {"pattern": list(self.pattern), "kinds": self.kinds, "pure_attention": self.pure_attention}
+
+
+def recurrent_kind(view: ConfigView, model_type: str | None) -> str:
+    """Which recurrent mixer a family's generic "linear_attention"/"mamba" layers are."""
+    if model_type in GDN_FAMILIES or view.present("linear_num_value_heads", "linear_key_head_dim"):
+        return GDN
+    if model_type in KDA_FAMILIES or view.present("linear_attn_config"):
+        return KDA
+    if model_type in MAMBA2_FAMILIES or view.present("mamba_d_ssm", "mamba_num_heads", "mamba_n_heads"):
+        return MAMBA2
+    if model_type in MAMBA1_FAMILIES or view.present("mamba_d_state", "time_step_rank", "mamba_dt_rank"):
+        return MAMBA
+    return LINEAR
+
+
+def canonical_kind(name: str, recurrent: str) -> str | None:
+    """One layer-type name as written in a config, in introspect's vocabulary."""
+    key = name.strip().lower().replace("-", "_")
+    table = {
+        "full_attention": FULL,
+        "attention": FULL,
+        "global": FULL,
+        "global_attention": FULL,
+        "indexed_attention": FULL,  # DSA: sparse reads, but a full KV cache
+        "sliding_attention": SLIDING,
+        "sliding": SLIDING,
+        "local": SLIDING,
+        "local_attention": SLIDING,
+        "window_attention": SLIDING,
+        "chunked_attention": SLIDING,  # Llama-4: bounded cache like a window
+        "linear_attention": recurrent,
+        "mamba": MAMBA2 if recurrent == MAMBA2 else MAMBA,
+        "mamba1": MAMBA,
+        "mamba2": MAMBA2,
+        "gated_deltanet": GDN,
+        "gdn": GDN,
+        "kda": KDA,
+        "hybrid": f"{FULL}+{MAMBA2 if recurrent in (LINEAR, MAMBA2) else recurrent}",
+        "moe": MLP,
+        "mlp": MLP,
+        "conv": "conv",  # LFM2's gated short convolution: a fixed state, no KV
+    }
+    return table.get(key)
+
+
+def _from_names(names: list[str], recurrent: str, source: str) -> LayerLayout:
+    pattern: list[str] = []
+    unknown: list[str] = []
+    for name in names:
+        kind = canonical_kind(name, recurrent)
+        if kind is None:
+            unknown.append(name)
+            kind = FULL  # best effort: an unknown mixer is most likely attention
+        pattern.append(kind)
+    return LayerLayout(pattern, source, sorted(set(unknown)))
+
+
+_PATTERN_CHARS = {"M": MAMBA2, "*": FULL, "-": MLP, "E": MLP}
+
+
+def _nemotron_pattern(text: str) -> tuple[list[str], list[str]]:
+    unknown = sorted({ch for ch in text if ch not in _PATTERN_CHARS})
+    return [_PATTERN_CHARS.get(ch, FULL) for ch in text], unknown
+
+
+def count_layers(view: ConfigView) -> tuple[int | None, str | None]:
+    """Number of decoder layers, with the key it came from."""
+    n = positive(view.get_int("num_hidden_layers", "n_layer", "num_layers", "n_layers", maximum=MAX_LAYERS))
+    if n is not None:
+        return n, "num_hidden_layers"
+    # Nemotron-H saved by transformers 5 drops num_hidden_layers: the pattern is the truth.
+    text = view.get_str("hybrid_override_pattern")
+    if text and len(text) <= MAX_LAYERS:
+        return len(text), "hybrid_override_pattern"
+    names = view.get_str_list("layer_types", "layers_block_type")
+    if names and len(names) <= MAX_LAYERS:
+        return len(names), "layer_types"
+    return None, None
+
+
+def _sliding_layout(
+    view: ConfigView, model_type: str | None, n: int, max_context: int | None
+) -> LayerLayout | None:
+    window = positive(view.get_int("sliding_window", "sliding_window_size"))
+    if view.get_bool("use_sliding_window") is False or window is None:
+        return None
+    if max_context is not None and window >= max_context:
+        return None  # a window as long as the context slides nothing (Phi-3-128k)
+    period = positive(view.get_int("sliding_window_pattern", maximum=MAX_LAYERS))
+    if period is None and model_type in ALTERNATING_SLIDING:
+        period = ALTERNATING_SLIDING[model_type]
+    if period is not None:
+        # transformers: layer i slides unless (i + 1) is a multiple of the period.
+        return LayerLayout(
+            [SLIDING if (i + 1) % period else FULL for i in range(n)], "sliding_window_pattern"
+        )
+    if view.present("max_window_layers") and view.get_bool("use_sliding_window"):
+        # Qwen2: only layers from max_window_layers on use the window.
+        first = view.get_int("max_window_layers", maximum=MAX_LAYERS) or 0
+        return LayerLayout([SLIDING if i >= first else FULL for i in range(n)], "max_window_layers")
+    return LayerLayout([SLIDING] * n, "sliding_window")
+
+
+def _ssm_only(view: ConfigView, model_type: str | None, n: int) -> LayerLayout | None:
+    if model_type in ("mamba", "falcon_mamba"):
+        return LayerLayout([MAMBA] * n, "model_type")
+    if model_type == "mamba2":
+        return LayerLayout([MAMBA2] * n, "model_type")
+    ssm_cfg = view.get_dict("ssm_cfg")
+    if ssm_cfg is not None or (model_type is None and view.present("d_model") and not view.present("n_head")):
+        # state-spaces/mamba_ssm format: {"d_model", "n_layer", "ssm_cfg": {"layer": "Mamba2"}}
+        kind = MAMBA2 if (ssm_cfg or {}).get("layer") == "Mamba2" else MAMBA
+        attn = set(view.get_int_list("attn_layer_idx", maximum=MAX_LAYERS) or [])
+        return LayerLayout([FULL if i in attn else kind for i in range(n)], "ssm_cfg")
+    return None
+
+
+def analyze_layers(view: ConfigView, model_type: str | None, max_context: int | None) -> LayerLayout:
+    """The per-layer kinds of the text model (empty when the layer count is unknown)."""
+    n, _ = count_layers(view)
+    if n is None:
+        return LayerLayout([], None)
+    recurrent = recurrent_kind(view, model_type)
+
+    if model_type == "falcon_h1" or (view.present("mamba_d_ssm") and view.present("num_attention_heads")):
+        # Falcon-H1: attention and Mamba-2 side by side in every layer.
+        attn = view.get_int_list("attn_layer_indices", maximum=MAX_LAYERS)
+        both = f"{FULL}+{MAMBA2}"
+        if attn is not None:
+            return LayerLayout([both if i in set(attn) else MAMBA2 for i in range(n)], "attn_layer_indices")
+        return LayerLayout([both] * n, "model_type (parallel hybrid)")
+
+    text = view.get_str("hybrid_override_pattern")
+    if text and len(text) == n:
+        pattern, unknown = _nemotron_pattern(text)
+        return LayerLayout(pattern, "hybrid_override_pattern", unknown)
+
+    names = view.get_str_list("layer_types", "layers_block_type")
+    if names and len(names) == n:
+        key = "layer_types" if view.present("layer_types") else "layers_block_type"
+        return _from_names(names, recurrent, key)
+
+    kimi = _kimi_linear(view, n)
+    if kimi is not None:
+        return kimi
+
+    interval = positive(view.get_int("full_attention_interval", maximum=MAX_LAYERS))
+    if interval is not None:
+        # Qwen3-Next: every interval-th layer (1-based) is full attention, the rest Gated DeltaNet.
+        kind = recurrent if recurrent != LINEAR else GDN
+        return LayerLayout(
+            [FULL if (i + 1) % interval == 0 else kind for i in range(n)], "full_attention_interval"
+        )
+
+    period = positive(view.get_int("attn_layer_period", maximum=MAX_LAYERS))
+    if period is not None:
+        # Jamba: attention iff i % period == offset, Mamba elsewhere.
+        offset = view.get_int("attn_layer_offset", maximum=MAX_LAYERS) or 0
+        kind = MAMBA if recurrent in (LINEAR, MAMBA) else recurrent
+        return LayerLayout(
+            [FULL if i % period == offset else kind for i in range(n)], "attn_layer_period/offset"
+        )
+
+    types = view.get_int_list("attn_type_list", maximum=1)
+    if types is not None and len(types) == n:
+        # MiniMax: 1 = softmax attention, 0 = lightning (linear) attention.
+        return LayerLayout([FULL if t == 1 else LINEAR for t in types], "attn_type_list")
+
+    ssm = _ssm_only(view, model_type, n)
+    if ssm is not None:
+        return ssm
+
+    sliding = _sliding_layout(view, model_type, n, max_context)
+    if sliding is not None:
+        return sliding
+    return LayerLayout([FULL] * n, "num_hidden_layers (no layout keys: all full attention)")
+
+
+def _kimi_linear(view: ConfigView, n: int) -> LayerLayout | None:
+    sub = view.sub("linear_attn_config")
+    if sub is None:
+        return None
+    kda = sub.get_int_list("kda_layers", maximum=MAX_LAYERS)
+    full = sub.get_int_list("full_attn_layers", maximum=MAX_LAYERS)
+    if kda is None and full is None:
+        return None
+    view.evidence.update(sub.evidence)
+    # The checkpoint numbers these layers from 1 (transformers subtracts one).
+    pattern = [FULL] * n
+    unknown: list[str] = []
+    for index in kda or []:
+        if 1 <= index <= n:
+            pattern[index - 1] = KDA
+        else:
+            unknown.append(f"kda_layers entry {index} outside 1..{n}")
+    full_set = set(full or [])
+    if kda is None:
+        pattern = [FULL if i + 1 in full_set else KDA for i in range(n)]
+    return LayerLayout(pattern, "linear_attn_config.kda_layers/full_attn_layers (1-based)", unknown)

@@ -1,0 +1,190 @@
+"""MoE verdict: dense or mixture of experts, how it is routed, which layers are sparse.
+
+Families disagree on every key name (``n_routed_experts`` / ``num_local_experts``
+/ ``num_experts``; ``num_experts_per_tok`` / ``experts_per_token`` /
+``num_experts_per_token``) and on where the sparse layers are
+(``first_k_dense_replace`` + ``moe_layer_freq``, ``decoder_sparse_step`` +
+``mlp_only_layers``, Jamba's ``expert_layer_period``/``offset``, Nemotron-H's
+``E`` blocks, transformers 5's ``mlp_layer_types``). The FFN of every layer is
+resolved here once, and params.py reuses it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from introspect.analysis.config_view import MAX_LAYERS, ConfigView, positive
+from introspect.analysis.layers import SSM_ONLY_FAMILIES, LayerLayout
+
+DENSE = "dense"
+SPARSE = "moe"
+
+ROUTED_KEYS = (
+    "n_routed_experts",
+    "num_local_experts",
+    "num_experts",
+    "moe_num_experts",
+    "num_routed_experts",
+)
+TOPK_KEYS = (
+    "num_experts_per_tok",
+    "experts_per_token",
+    "num_experts_per_token",
+    "moe_topk",
+    "moe_top_k",
+    "num_selected_experts",
+)
+SHARED_COUNT_KEYS = ("n_shared_experts", "num_shared_experts", "shared_experts_num")
+
+
+@dataclass
+class MoeLayout:
+    """Routing facts plus the FFN kind of every layer (``moe``, ``dense`` or None for no FFN)."""
+
+    section: dict[str, Any]
+    ffn: list[str | None] = field(default_factory=list)
+    expert_width: int | None = None  # intermediate size of one routed expert
+    shared_width: int = 0  # total intermediate size of the always-on shared expert(s)
+    shared_gate: bool = False  # Qwen's sigmoid gate on the shared expert
+    source: str | None = None
+
+
+def empty_moe() -> dict[str, Any]:
+    return {
+        "is_moe": False,
+        "routed_experts": None,
+        "shared_experts": None,
+        "experts_per_token": None,
+        "n_group": None,
+        "topk_group": None,
+        "scoring_func": None,
+        "topk_method": None,
+        "moe_intermediate_size": None,
+        "moe_layers": None,
+        "dense_layers": None,
+        "routed_scaling_factor": None,
+        "norm_topk_prob": None,
+    }
+
+
+def _ffn_without_experts(view: ConfigView, model_type: str | None, layout: LayerLayout) -> list[str | None]:
+    """Which layers carry a dense FFN at all (pure SSM blocks and Nemotron-H mixers do not)."""
+    n = len(layout.pattern)
+    text = view.get_str("hybrid_override_pattern")
+    if text and len(text) == n:
+        return [DENSE if ch in "-E" else None for ch in text]
+    names = view.get_str_list("layer_types", "layers_block_type")
+    if model_type == "nemotron_h" and names and len(names) == n:
+        return [DENSE if name in ("mlp", "moe") else None for name in names]
+    if model_type in SSM_ONLY_FAMILIES or view.present("ssm_cfg"):
+        # Mamba blocks have no FFN; mamba_ssm's d_intermediate adds one per layer.
+        return [DENSE] * n if (view.get_int("d_intermediate") or 0) > 0 else [None] * n
+    return [DENSE] * n
+
+
+def _sparse_layers(
+    view: ConfigView, model_type: str | None, n: int, base: list[str | None]
+) -> tuple[list[bool], str]:
+    """Which layers are MoE, and the key(s) that said so."""
+    kinds = view.get_str_list("mlp_layer_types")
+    if kinds and len(kinds) == n:
+        return [kind == "sparse" for kind in kinds], "mlp_layer_types"
+
+    text = view.get_str("hybrid_override_pattern")
+    if text and len(text) == n:
+        return [ch == "E" for ch in text], "hybrid_override_pattern (E)"
+    names = view.get_str_list("layer_types", "layers_block_type")
+    if model_type == "nemotron_h" and names and len(names) == n:
+        return [name == "moe" for name in names], "layers_block_type (moe)"
+
+    period = positive(view.get_int("expert_layer_period", maximum=MAX_LAYERS))
+    if period is not None:
+        offset = view.get_int("expert_layer_offset", maximum=MAX_LAYERS) or 0
+        return [i % period == offset for i in range(n)], "expert_layer_period/offset"
+
+    freq_list = view.get_int_list("moe_layer_freq", maximum=1)
+    if freq_list is not None and len(freq_list) == n:
+        return [bool(flag) for flag in freq_list], "moe_layer_freq (list)"
+    first_dense = view.get_int("first_k_dense_replace", maximum=MAX_LAYERS)
+    freq = positive(view.get_int("moe_layer_freq", maximum=MAX_LAYERS))
+    if first_dense is not None or freq is not None:
+        # DeepSeek/Kimi/GLM: MoE iff i >= first_k_dense_replace and i % moe_layer_freq == 0.
+        k, f = first_dense or 0, freq or 1
+        return [i >= k and i % f == 0 for i in range(n)], "first_k_dense_replace/moe_layer_freq"
+
+    step = positive(view.get_int("decoder_sparse_step", maximum=MAX_LAYERS))
+    only_dense = view.get_int_list("mlp_only_layers", maximum=MAX_LAYERS)
+    if step is not None or only_dense is not None:
+        # Qwen-MoE: MoE iff i not in mlp_only_layers and (i + 1) % decoder_sparse_step == 0.
+        s, skip = step or 1, set(only_dense or [])
+        return [i not in skip and (i + 1) % s == 0 for i in range(n)], "decoder_sparse_step/mlp_only_layers"
+
+    interleave = positive(view.get_int("interleave_moe_layer_step", maximum=MAX_LAYERS))
+    if interleave is not None:
+        return [(i + 1) % interleave == 0 for i in range(n)], "interleave_moe_layer_step"
+    explicit = view.get_int_list("moe_layers", maximum=MAX_LAYERS)
+    if explicit is not None:
+        chosen = set(explicit)
+        return [i in chosen for i in range(n)], "moe_layers"
+
+    return [ffn is not None for ffn in base], "every layer"
+
+
+def _shared(view: ConfigView, expert_width: int | None) -> tuple[int, int, bool]:
+    """(number of shared experts, their total intermediate size, has Qwen's shared gate)."""
+    count = view.get_int(*SHARED_COUNT_KEYS)
+    qwen_width = positive(view.get_int("shared_expert_intermediate_size"))
+    nemotron_width = positive(view.get_int("moe_shared_expert_intermediate_size"))
+    if qwen_width is not None and not count:
+        # Qwen2-MoE / Qwen3-Next: no count key; one shared expert implied by its width.
+        return 1, qwen_width, True
+    if nemotron_width is not None:
+        return count if count is not None else 1, nemotron_width, False
+    if count:
+        return count, count * (expert_width or 0), False
+    return 0, 0, False
+
+
+def analyze_moe(view: ConfigView, model_type: str | None, layout: LayerLayout) -> MoeLayout:
+    """The ``architecture.moe`` section and the per-layer FFN kinds."""
+    n = len(layout.pattern)
+    base = _ffn_without_experts(view, model_type, layout)
+    routed = positive(view.get_int(*ROUTED_KEYS))
+    section = empty_moe()
+    if routed is None or routed < 2 or n == 0:
+        return MoeLayout(section, base)
+
+    sparse, source = _sparse_layers(view, model_type, n, base)
+    if not any(sparse):
+        return MoeLayout(section, base, source=source)
+    ffn: list[str | None] = [
+        SPARSE if is_sparse else kind for is_sparse, kind in zip(sparse, base, strict=True)
+    ]
+
+    expert_width = positive(
+        view.get_int("moe_intermediate_size", "expert_intermediate_size", "moe_ffn_hidden_size")
+    )
+    if expert_width is None:
+        # Mixtral, gpt-oss, MiniMax, Jamba: each expert is a full-width FFN.
+        expert_width = positive(view.get_int("intermediate_size", "ffn_hidden_size"))
+    shared_count, shared_width, shared_gate = _shared(view, expert_width)
+
+    section.update(
+        {
+            "is_moe": True,
+            "routed_experts": routed,
+            "shared_experts": shared_count,
+            "experts_per_token": positive(view.get_int(*TOPK_KEYS)),
+            "n_group": positive(view.get_int("n_group", "num_expert_group", "moe_router_num_groups")),
+            "topk_group": positive(view.get_int("topk_group", "moe_router_group_topk")),
+            "scoring_func": view.get_str("scoring_func", "moe_router_activation_func", "router_activation"),
+            "topk_method": view.get_str("topk_method"),
+            "moe_intermediate_size": expert_width,
+            "moe_layers": sum(1 for kind in ffn if kind == SPARSE),
+            "dense_layers": sum(1 for kind in ffn if kind == DENSE),
+            "routed_scaling_factor": view.get_float("routed_scaling_factor"),
+            "norm_topk_prob": view.get_bool("norm_topk_prob", "moe_renormalize", "renormalize"),
+        }
+    )
+    return MoeLayout(section, ffn, expert_width, shared_width, shared_gate, source)

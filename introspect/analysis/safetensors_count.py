@@ -1,0 +1,227 @@
+"""Logical parameter count from summarised safetensors headers (docs/raw-facts.md).
+
+Summing header elements naively is wrong for quantized checkpoints: an INT4
+compressed-tensors linear stores ``weight_packed`` as I32 (8 values per element)
+next to ``weight_scale`` / ``weight_shape`` metadata, so Kimi-K2.5 sums to 170.7 B
+elements while it has about 1.03 T parameters. Here packed tensors count the
+values they hold and quantization metadata counts nothing:
+
+* compressed-tensors: ``weight_packed`` x (storage bits / num_bits); ``weight_scale``,
+  ``weight_shape``, ``weight_zero_point``, ``weight_global_scale``, ``*input_scale``,
+  ``weight_g_idx`` excluded;
+* GPTQ / AWQ: ``qweight`` x (32 / bits); ``qzeros``, ``scales``, ``g_idx`` excluded;
+* FP8: ``weight`` counts as is; ``weight_scale_inv`` (and KV ``k_scale``/``v_scale``) excluded;
+* MXFP4 (gpt-oss): ``*_blocks`` U8 x 2; ``*_scales`` excluded;
+* bitsandbytes 4-bit: U8 ``weight`` x 2; ``absmax``, ``quant_map``, ``quant_state.*`` excluded.
+
+Parameters of layers past the text model's last layer (DeepSeek-style MTP
+``model.layers.61``, Qwen's ``mtp.*``) and of vision towers are also reported on
+their own so they can be compared with the config estimate like for like.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from typing import Any
+
+DTYPE_BITS = {
+    "F64": 64,
+    "F32": 32,
+    "F16": 16,
+    "BF16": 16,
+    "I64": 64,
+    "I32": 32,
+    "I16": 16,
+    "I8": 8,
+    "U64": 64,
+    "U32": 32,
+    "U16": 16,
+    "U8": 8,
+    "BOOL": 8,
+    "F8_E4M3": 8,
+    "F8_E5M2": 8,
+    "F8_E8M0": 8,
+    "E8M0": 8,
+    "F6_E2M3": 6,
+    "F6_E3M2": 6,
+    "F4": 4,
+}
+
+# Quantization metadata whose names cannot be a model weight.
+ALWAYS_METADATA = (
+    ".weight_scale",
+    ".weight_shape",
+    ".weight_zero_point",
+    ".weight_global_scale",
+    ".input_scale",
+    ".input_global_scale",
+    ".input_zero_point",
+    ".output_scale",
+    ".weight_g_idx",
+    ".weight_scale_inv",
+    ".k_scale",
+    ".v_scale",
+    ".q_scale",
+    ".absmax",
+    ".quant_map",
+    ".nested_absmax",
+    ".nested_quant_map",
+    ".SCB",
+    ".weight_format",
+)
+GPTQ_METADATA = (".qzeros", ".scales", ".g_idx")
+VISION_PARTS = frozenset(
+    {
+        "vision_tower",
+        "visual",
+        "vision_model",
+        "vision_encoder",
+        "mm_projector",
+        "multi_modal_projector",
+        "image_encoder",
+        "vision",
+    }
+)
+MAX_GROUPS = 1_000_000
+
+
+def _shape_elements(shape: Any) -> int | None:
+    if not isinstance(shape, list):
+        return None
+    total = 1
+    for dim in shape:
+        if isinstance(dim, bool) or not isinstance(dim, int) or dim < 0:
+            return None
+        total *= dim
+    return total
+
+
+def _count(value: Any) -> int | None:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        return None
+    return value
+
+
+def _is_metadata(template: str, has_qweight: bool, has_blocks: bool) -> bool:
+    if ".quant_state." in template or template.endswith(ALWAYS_METADATA):
+        return True
+    if has_qweight and template.endswith(GPTQ_METADATA):
+        return True
+    return has_blocks and template.endswith("_scales")
+
+
+def _packing(template: str, dtype: str, quant: dict[str, Any] | None) -> tuple[int, str | None]:
+    """(values per stored element, logical dtype label) for packed weights; (1, None) otherwise."""
+    bits_stored = DTYPE_BITS.get(dtype, 0)
+    method = (quant or {}).get("method")
+    bits = (quant or {}).get("bits") if isinstance((quant or {}).get("bits"), int) else None
+    if template.endswith(".weight_packed"):
+        value_bits = bits if bits and bits < bits_stored else 4
+        return max(bits_stored // value_bits, 1), f"INT{value_bits}"
+    if template.endswith(".qweight"):
+        value_bits = bits if bits and bits < bits_stored else 4
+        return max(bits_stored // value_bits, 1), f"INT{value_bits}"
+    if template.endswith("_blocks") and dtype == "U8":
+        return 2, "MXFP4"  # two e2m1 values per byte
+    if method == "bitsandbytes" and bits == 4 and dtype == "U8" and template.endswith(".weight"):
+        return 2, str((quant or {}).get("format") or "NF4").upper()
+    return 1, None
+
+
+def _section(template: str) -> str:
+    parts = template.split(".")
+    if any(part in VISION_PARTS for part in parts[:3]):
+        return "vision"
+    if parts and parts[0] == "mtp":
+        return "mtp"
+    return "text"
+
+
+def _layer_ids(template: str, value: Any) -> set[int]:
+    if "layers.#" not in template or not isinstance(value, list):
+        return set()
+    return {item for item in value if isinstance(item, int) and not isinstance(item, bool)}
+
+
+def _mtp_part(logical: int, layers: set[int], num_layers: int | None) -> int:
+    """Share of a template's parameters in layers at or past ``num_layers`` (the MTP layers).
+
+    Shards cut layers anywhere, so one shard's group may hold part of a layer; summed
+    over all shards, a per-layer template holds the same count in every layer it
+    appears in, which makes the split exact.
+    """
+    if num_layers is None or not layers:
+        return 0
+    extra = sum(1 for layer in layers if layer >= num_layers)
+    return logical * extra // len(layers)
+
+
+def count_safetensors(
+    safetensors: Any, quantization: dict[str, Any] | None = None, num_layers: int | None = None
+) -> dict[str, Any] | None:
+    """{total, by_dtype, stored_bytes, shards, tensors, ...} or None when no shard summary is usable."""
+    if not isinstance(safetensors, dict) or not isinstance(safetensors.get("shards"), list):
+        return None
+    groups: list[dict[str, Any]] = []
+    shards_ok = shards_failed = 0
+    for shard in safetensors["shards"]:
+        if not isinstance(shard, dict) or shard.get("error") or not isinstance(shard.get("groups"), list):
+            shards_failed += 1
+            continue
+        shards_ok += 1
+        groups.extend(g for g in shard["groups"][:MAX_GROUPS] if isinstance(g, dict))
+    if shards_ok == 0:
+        return None
+
+    templates = {g.get("template") for g in groups if isinstance(g.get("template"), str)}
+    has_qweight = any(t.endswith(".qweight") for t in templates)
+    has_blocks = any(t.endswith("_blocks") for t in templates)
+
+    by_dtype: Counter[str] = Counter()
+    sections: Counter[str] = Counter()
+    per_template: dict[
+        tuple[str, str, str], list[Any]
+    ] = {}  # (template, dtype, shape) -> [logical, layer ids]
+    total = stored_elements = excluded = tensors = 0
+    stored_bits = 0
+    for group in groups:
+        template, dtype = group.get("template"), group.get("dtype")
+        elements, count = _shape_elements(group.get("shape")), _count(group.get("count"))
+        if not isinstance(template, str) or not isinstance(dtype, str) or elements is None or count is None:
+            continue
+        stored = elements * count
+        tensors += count
+        stored_elements += stored
+        stored_bits += stored * DTYPE_BITS.get(dtype, 0)
+        if _is_metadata(template, has_qweight, has_blocks):
+            excluded += stored
+            continue
+        factor, label = _packing(template, dtype, quantization)
+        logical = stored * factor
+        total += logical
+        by_dtype[label or dtype] += logical
+        section = _section(template)
+        if section == "text":
+            entry = per_template.setdefault((template, dtype, str(group.get("shape"))), [0, set()])
+            entry[0] += logical
+            entry[1] |= _layer_ids(template, group.get("layer_ids"))
+        else:
+            sections[section] += logical
+    for text_logical, layers in per_template.values():
+        mtp = _mtp_part(text_logical, layers, num_layers)
+        sections["mtp"] += mtp
+        sections["text"] += text_logical - mtp
+
+    return {
+        "total": total,
+        "by_dtype": dict(by_dtype),
+        "stored_bytes": stored_bits // 8,
+        "shards": shards_ok,
+        "shards_failed": shards_failed,
+        "tensors": tensors,
+        "stored_elements": stored_elements,
+        "excluded_elements": excluded,
+        "text": sections["text"],
+        "mtp": sections["mtp"],
+        "vision": sections["vision"],
+    }

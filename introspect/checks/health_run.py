@@ -1,0 +1,323 @@
+"""Run the health checks of hosts: one connection per host, its venvs' probes as channels (issue 4).
+
+Per host (:func:`check_host`): ONE executor connection (issue 7: no second connection
+for a retry or a fallback). Over it, as concurrent channels:
+
+- the ``health`` task once per venv (facts: interpreter, distributions, imports, disk,
+  GPUs), in the venv's own interpreter;
+- the ``tokenizer`` task once per (venv, model), isolated with its own timeout, so a
+  hanging or crashing tokenizer load costs nothing else.
+
+Channels per host are bounded (:attr:`HealthOptions.channels`) below sshd's default
+``MaxSessions`` of 10. The facts are judged by the pure :func:`evaluate_venv`; a host
+that cannot be reached gets one host-level ``reachable`` failure carrying the
+transport's one-line cause and its fix. :func:`run_health` runs hosts through the
+bounded, staggered :func:`introspect.fleet.run_fleet`; :func:`attach_drift` compares
+each snapshot with the history, :func:`record_run` stores the run.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import dataclasses
+import time
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from introspect.checks.health import CheckResult, check_reachable, evaluate_venv, probe_request
+from introspect.checks.history import HistoryStore, Snapshot, drift, snapshot_from
+from introspect.errors import IntrospectError, ProbeTimeout
+from introspect.fleet import DEFAULT_STAGGER_S, FleetMonitor, ItemFailure, run_fleet
+from introspect.inventory import HostEntry, VenvEntry
+from introspect.transport.base import Executor
+
+SCHEMA = "introspect.health/v1"
+
+# sshd's MaxSessions defaults to 10 channels per connection; stay well below it so a
+# host with many venvs and models is never refused a channel (and its CPU is not
+# swamped by parallel transformers imports).
+DEFAULT_CHANNELS = 4
+
+
+@dataclass(frozen=True)
+class HealthOptions:
+    probe_timeout: float = 120.0  # seconds for each remote task (health probe, one tokenizer load)
+    import_timeout: float = 60.0  # seconds for each listed import, inside the health probe
+    channels: int = DEFAULT_CHANNELS
+    nvidia_smi: bool = True
+
+
+@dataclass
+class VenvReport:
+    path: str
+    results: list[CheckResult]
+    drift: list[CheckResult] = field(default_factory=list)
+
+
+@dataclass
+class HostReport:
+    name: str
+    address: str
+    host_results: list[CheckResult]  # `reachable`, host-level drift (up/down)
+    venvs: list[VenvReport]
+    snapshots: list[Snapshot]
+    seconds: float
+    connections: int  # connections this host's check opened: 1 (0 if it failed before connecting)
+
+    @property
+    def reachable(self) -> bool:
+        return not any(r.check == "reachable" and r.status == "fail" for r in self.host_results)
+
+    def rows(self) -> list[tuple[str, str | None, CheckResult]]:
+        """Every result as (host, venv path or None for host-level, result), drift included."""
+        out: list[tuple[str, str | None, CheckResult]] = [(self.name, None, r) for r in self.host_results]
+        for venv in self.venvs:
+            out.extend((self.name, venv.path, r) for r in [*venv.results, *venv.drift])
+        return out
+
+
+# ----------------------------------------------------------------------- one host
+
+
+@dataclass(frozen=True)
+class _Job:
+    task: str  # "health" or "tokenizer"
+    venv: VenvEntry
+    model: str | None = None
+
+
+@dataclass
+class _Outcome:
+    facts: Any = None
+    error: str | None = None  # why the task produced no facts (one line)
+    error_type: str | None = None  # exception class, or the remote error record's type
+
+
+def check_host(host: HostEntry, executor: Executor, options: HealthOptions = HealthOptions(),
+               monitor: FleetMonitor | None = None) -> HostReport:
+    """All checks of one host over one connection; the connection is closed on return."""
+    started = time.monotonic()
+    monitor = monitor or FleetMonitor(0.0)
+    with monitor.connection(host.name, closer=executor.close):
+        try:
+            reach_error, reach_fix, evidence = _connect(executor)
+            if reach_error is not None:
+                return _unreachable(host, reach_error, reach_fix, evidence, time.monotonic() - started,
+                                    _connections(executor))
+            outcomes = _run_jobs(executor, _jobs(host), options)
+        finally:
+            executor.close()
+    return _reachable_report(host, outcomes, time.monotonic() - started, _connections(executor))
+
+
+def _connect(executor: Executor) -> tuple[str | None, str | None, dict[str, Any]]:
+    """(cause, fix, evidence) of a failed connect, or (None, None, {}) when connected."""
+    try:
+        executor.connect()
+    except IntrospectError as exc:
+        return _describe(exc), exc.hint, {"type": type(exc).__name__, "stage": exc.stage}
+    except Exception as exc:  # noqa: BLE001 - a transport bug must still be this host's result only
+        return f"{type(exc).__name__}: {exc}", "rerun with --debug and report it", {"type": type(exc).__name__}
+    return None, None, {}
+
+
+def _jobs(host: HostEntry) -> list[_Job]:
+    jobs: list[_Job] = []
+    for venv in host.venvs:
+        # Tokenizer loads first: they are the slow ones (transformers import, vocab
+        # build), so starting them first makes them overlap with the light probes.
+        jobs.extend(_Job("tokenizer", venv, model) for model in dict.fromkeys(venv.models))
+    jobs.extend(_Job("health", venv) for venv in host.venvs)
+    return jobs
+
+
+def _run_jobs(executor: Executor, jobs: Sequence[_Job], options: HealthOptions) -> dict[_Job, _Outcome]:
+    if not jobs:
+        return {}
+    workers = max(1, min(options.channels, len(jobs)))
+    with concurrent.futures.ThreadPoolExecutor(max_workers=workers, thread_name_prefix="channel") as pool:
+        futures = {job: pool.submit(_run_job, executor, job, options) for job in jobs}
+        return {job: future.result() for job, future in futures.items()}
+
+
+def _run_job(executor: Executor, job: _Job, options: HealthOptions) -> _Outcome:
+    if job.task == "tokenizer":
+        request: dict[str, Any] = {"model_path": job.model, "trust_remote_code": job.venv.remote_code,
+                                   "sample": False}
+        isolate = True
+    else:
+        request = probe_request(job.venv, import_timeout=min(options.import_timeout, options.probe_timeout),
+                                nvidia_smi=options.nvidia_smi)
+        isolate = False
+    try:
+        reply = executor.run_python(job.venv.python, job.task, request, timeout=options.probe_timeout,
+                                    isolate=isolate)
+    except IntrospectError as exc:
+        kind = "timeout" if isinstance(exc, ProbeTimeout) else type(exc).__name__
+        return _Outcome(error=_describe(exc), error_type=kind)
+    except Exception as exc:  # noqa: BLE001 - one channel's failure stays this venv's result
+        return _Outcome(error=f"{type(exc).__name__}: {exc}", error_type=type(exc).__name__)
+    if not isinstance(reply.facts, dict):
+        # The remote runner replied but the task produced nothing (a crash, or the
+        # isolated task's own timeout): its first error record says why.
+        first = reply.errors[0] if reply.errors else {}
+        kind = str(first.get("type") or "error")
+        return _Outcome(error=f"{kind}: {first.get('message') or 'no facts in the reply'}", error_type=kind)
+    return _Outcome(facts=reply.facts)
+
+
+def _describe(exc: IntrospectError) -> str:
+    # The host is already the row's label: keep the stage and the message.
+    return f"[{exc.stage}] {exc.message}" if exc.stage else exc.message
+
+
+def _tokenizer_result(outcome: _Outcome) -> dict[str, Any]:
+    """The tokenizer probe's facts, or a failed result in the same shape (check_tokenizer reads it)."""
+    if outcome.error is None:
+        return outcome.facts
+    timed_out = outcome.error_type == "timeout"
+    return {"loaded": False, "error": {"type": outcome.error_type or "error", "message": outcome.error,
+                                       "cause": "timeout" if timed_out else None, "missing_packages": []}}
+
+
+def _reachable_report(host: HostEntry, outcomes: dict[_Job, _Outcome], seconds: float,
+                      connections: int) -> HostReport:
+    venvs: list[VenvReport] = []
+    snapshots: list[Snapshot] = []
+    gpus_reported = False
+    for venv in host.venvs:
+        health = outcomes[_Job("health", venv)]
+        facts = health.facts if health.error is None else None
+        tokenizers = {m: _tokenizer_result(outcomes[_Job("tokenizer", venv, m)]) for m in venv.models}
+        # GPUs belong to the host: report them once, with the first venv whose probe ran.
+        include_gpus = facts is not None and not gpus_reported
+        gpus_reported = gpus_reported or include_gpus
+        results = evaluate_venv(venv, facts, None, tokenizers, host=host, probe_error=health.error,
+                                include_gpus=include_gpus)
+        # `reachable` is reported once per host, not once per venv.
+        venvs.append(VenvReport(venv.path, [r for r in results if r.check != "reachable"]))
+        snapshots.append(snapshot_from(host.name, venv.path, facts, None, tokenizers))
+    if not host.venvs:
+        snapshots.append(snapshot_from(host.name, "", None, None))
+    return HostReport(host.name, host.address, [check_reachable(None, host)], venvs, snapshots, seconds,
+                      connections)
+
+
+def _unreachable(host: HostEntry, cause: str, fix: str | None, evidence: dict[str, Any], seconds: float,
+                 connections: int) -> HostReport:
+    result = check_reachable(cause, host)
+    # The transport's hint names the precise fix (--accept-new, the key, the port);
+    # check_reachable's generic `ssh ... true` is the fallback.
+    result = dataclasses.replace(result, fix=fix or result.fix, evidence={**result.evidence, **evidence})
+    venvs = [VenvReport(v.path, []) for v in host.venvs]
+    snapshots = [snapshot_from(host.name, v.path, None, cause) for v in host.venvs] or [
+        snapshot_from(host.name, "", None, cause)]
+    return HostReport(host.name, host.address, [result], venvs, snapshots, seconds, connections)
+
+
+def _connections(executor: Executor) -> int:
+    # SSHExecutor counts the connections it really opened; other executors open none.
+    return int(getattr(executor, "connections_opened", 0))
+
+
+# ------------------------------------------------------------------------- fleet
+
+
+def run_health(
+    hosts: Sequence[HostEntry],
+    executor_for: Callable[[HostEntry], Executor],
+    *,
+    parallel: int,
+    options: HealthOptions = HealthOptions(),
+    stagger_s: float = DEFAULT_STAGGER_S,
+    monitor: FleetMonitor | None = None,
+    on_done: Callable[[HostReport], None] | None = None,
+) -> list[HostReport]:
+    """Check every host (at most ``parallel`` at once); reports in ``hosts`` order."""
+    monitor = monitor if monitor is not None else FleetMonitor(stagger_s)
+
+    def work(host: HostEntry) -> HostReport:
+        return check_host(host, executor_for(host), options, monitor)
+
+    def failed(host: HostEntry, exc: BaseException, seconds: float) -> HostReport:
+        # Only a bug gets here (check_host reports every expected failure itself).
+        cause = f"internal error while checking the host: {type(exc).__name__}: {exc}"
+        return _unreachable(host, cause, "rerun with --debug and report it", {"type": type(exc).__name__},
+                            seconds, 0)
+
+    def done(_index: int, _host: HostEntry, report: HostReport | ItemFailure[HostEntry]) -> None:
+        if on_done is not None and isinstance(report, HostReport):
+            on_done(report)
+
+    reports = run_fleet(hosts, work, parallel=parallel, monitor=monitor, on_error=failed, on_done=done)
+    return [r if isinstance(r, HostReport) else failed(r.item, r.error, r.seconds) for r in reports]
+
+
+# ------------------------------------------------------------------ drift, history
+
+
+def attach_drift(reports: Iterable[HostReport], store: HistoryStore) -> None:
+    """Compare each snapshot with the latest stored one for its (host, venv).
+
+    Host-level drift (unreachable/recovered) would repeat once per venv: it is kept
+    once, with the host's results; package and tokenizer drift go to their venv.
+    """
+    for report in reports:
+        by_path = {v.path: v for v in report.venvs}
+        for snap in report.snapshots:
+            for finding in drift(store.previous_snapshot(snap.host, snap.venv), snap):
+                if finding.check.startswith("drift:host-"):
+                    if all(r.check != finding.check for r in report.host_results):
+                        report.host_results.append(finding)
+                elif snap.venv in by_path:
+                    by_path[snap.venv].drift.append(finding)
+
+
+def record_run(store: HistoryStore, reports: Sequence[HostReport], *, argv: Sequence[str],
+               started_at: float, finished_at: float) -> int:
+    rows = [row for report in reports for row in report.rows()]
+    snapshots = [snap for report in reports for snap in report.snapshots]
+    return store.record_run(argv=argv, started_at=started_at, finished_at=finished_at, results=rows,
+                            snapshots=snapshots)
+
+
+# -------------------------------------------------------------------------- data
+
+
+def result_dict(result: CheckResult) -> dict[str, Any]:
+    return {"check": result.check, "status": result.status, "message": result.message, "fix": result.fix,
+            "evidence": result.evidence}
+
+
+def report_dict(report: HostReport) -> dict[str, Any]:
+    return {
+        "name": report.name,
+        "address": report.address,
+        "reachable": report.reachable,
+        "seconds": round(report.seconds, 3),
+        "connections": report.connections,
+        "checks": [result_dict(r) for r in report.host_results],
+        "venvs": [{"path": v.path, "checks": [result_dict(r) for r in v.results],
+                   "drift": [result_dict(r) for r in v.drift]} for v in report.venvs],
+    }
+
+
+def all_results(reports: Iterable[HostReport]) -> list[CheckResult]:
+    return [r for report in reports for _, _, r in report.rows()]
+
+
+__all__ = [
+    "DEFAULT_CHANNELS",
+    "SCHEMA",
+    "HealthOptions",
+    "HostReport",
+    "VenvReport",
+    "all_results",
+    "attach_drift",
+    "check_host",
+    "record_run",
+    "report_dict",
+    "result_dict",
+    "run_health",
+]

@@ -1,0 +1,208 @@
+"""Run one piece of work per host over a fleet: bounded, staggered, isolated (issues 4 and 7).
+
+Used by ``introspect health`` and, later, by every multi-host command. What it fixes,
+from other fleet tools' trackers (see the shared reference "SSH and fleet pitfalls"):
+
+- fabric's ``ThreadingGroup`` starts one thread per host and joins without a timeout.
+  Here a pool of ``parallel`` workers runs the items; each item is bounded by its own
+  deadlines (the executor's connect, banner, auth and probe timeouts), so a dead or
+  slow host costs its own timeout and never delays the others beyond that.
+- sshd's default ``MaxStartups`` (10:30:100) starts refusing unauthenticated
+  connections when many arrive at once, which is what a fleet behind one bastion or
+  one sshd with many containers sees. Item starts are staggered: at most one new item
+  (whose first act is its one connect) starts per ``stagger_s``.
+- One host's exception never touches another's result: it is caught in the worker and
+  turned into that item's result (``on_error``, else an :class:`ItemFailure`).
+
+:class:`FleetMonitor` is the observable side: the work reports each connection it
+holds (``with monitor.connection(name, closer=executor.close): ...``) and the monitor
+keeps the number open now, the maximum seen and the count per host, so tests and
+``--json`` can show the ``--parallel`` bound structurally rather than by timing. It
+can also close every open connection at once (Ctrl-C), so remote probes stop at once.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import contextlib
+import threading
+import time
+from collections import Counter
+from collections.abc import Callable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any, Generic, TypeVar
+
+T = TypeVar("T")
+R = TypeVar("R")
+
+DEFAULT_STAGGER_S = 0.05
+
+
+@dataclass(frozen=True)
+class ItemFailure(Generic[T]):
+    """The result of an item whose work raised (when no ``on_error`` was given)."""
+
+    item: T
+    error: BaseException
+    seconds: float
+
+
+class FleetMonitor:
+    """Stagger gate and open-connection counter shared by the runner and the work."""
+
+    def __init__(self, stagger_s: float = DEFAULT_STAGGER_S) -> None:
+        self.stagger_s = max(0.0, stagger_s)
+        self._lock = threading.Lock()
+        self._next_start = 0.0  # monotonic time of the next free start slot
+        self._open = 0
+        self._max_open = 0
+        self._opened: Counter[str] = Counter()
+        self._closers: dict[int, Callable[[], None]] = {}
+        self._cancelled = threading.Event()
+
+    # -- staggering ---------------------------------------------------------------
+    def wait_turn(self) -> None:
+        """Block until this caller's start slot: slots are ``stagger_s`` apart.
+
+        The slot is reserved under the lock and slept outside it, so waiting callers
+        queue up in order without holding anything.
+        """
+        with self._lock:
+            now = time.monotonic()
+            slot = max(now, self._next_start)
+            self._next_start = slot + self.stagger_s
+        delay = slot - time.monotonic()
+        if delay > 0:
+            self._cancelled.wait(delay)
+
+    # -- connections ----------------------------------------------------------------
+    @contextmanager
+    def connection(self, name: str, closer: Callable[[], None] | None = None) -> Iterator[None]:
+        """Count one connection as open for the duration of the block.
+
+        Entered *before* connecting, so an attempt in progress counts as open: the bound
+        checked from ``max_open`` is then never looser than what sshd saw.
+        ``closer`` is called by :meth:`cancel` to stop the work promptly.
+        """
+        token = object()
+        with self._lock:
+            self._open += 1
+            self._max_open = max(self._max_open, self._open)
+            self._opened[name] += 1
+            if closer is not None:
+                self._closers[id(token)] = closer
+        try:
+            yield
+        finally:
+            with self._lock:
+                self._open -= 1
+                self._closers.pop(id(token), None)
+
+    @property
+    def open_now(self) -> int:
+        with self._lock:
+            return self._open
+
+    @property
+    def max_open(self) -> int:
+        with self._lock:
+            return self._max_open
+
+    @property
+    def connects(self) -> dict[str, int]:
+        """Connects started per name over the run (1 each when every host got exactly one)."""
+        with self._lock:
+            return dict(self._opened)
+
+    # -- cancellation --------------------------------------------------------------
+    @property
+    def cancelled(self) -> bool:
+        return self._cancelled.is_set()
+
+    def cancel(self) -> None:
+        """Stop waiting starts and close every open connection (remote probes die with
+        their channels: the remote watchdog kills a task whose stdin closes)."""
+        self._cancelled.set()
+        with self._lock:
+            closers = list(self._closers.values())
+        for close in closers:
+            # One failing close must not leave the other connections open.
+            with contextlib.suppress(Exception):
+                close()
+
+    def stats(self) -> dict[str, Any]:
+        with self._lock:
+            return {"stagger_s": self.stagger_s, "max_open_connections": self._max_open,
+                    # Connects started (attempts, failed ones included); each host's
+                    # report says how many connections its executor really opened.
+                    "connects_started": sum(self._opened.values()),
+                    "open_connections": self._open}
+
+
+def run_fleet(
+    items: Sequence[T],
+    work: Callable[[T], R],
+    *,
+    parallel: int,
+    stagger_s: float = DEFAULT_STAGGER_S,
+    on_done: Callable[[int, T, R | ItemFailure[T]], None] | None = None,
+    on_error: Callable[[T, BaseException, float], R] | None = None,
+    monitor: FleetMonitor | None = None,
+) -> list[R | ItemFailure[T]]:
+    """Run ``work(item)`` for every item on at most ``parallel`` threads; results in input order.
+
+    ``on_done(index, item, result)`` is called in the calling thread as each item
+    finishes (in completion order), so a progress display needs no locking.
+    ``on_error(item, exc, seconds)`` turns an exception into that item's result.
+    ``monitor`` (made here when not given) staggers the starts; pass your own to let the
+    work count its connections on it and to read the counters afterwards.
+    On KeyboardInterrupt the monitor is cancelled (open connections closed), waiting
+    items are dropped and the interrupt propagates.
+    """
+    if parallel < 1:
+        raise ValueError(f"parallel must be at least 1, got {parallel}")
+    items = list(items)
+    if not items:
+        return []
+    monitor = monitor if monitor is not None else FleetMonitor(stagger_s)
+
+    def guarded(item: T) -> R | ItemFailure[T]:
+        monitor.wait_turn()
+        started = time.monotonic()
+        if monitor.cancelled:
+            error: BaseException = KeyboardInterrupt("cancelled before it started")
+            return _failure(item, error, 0.0, on_error)
+        try:
+            return work(item)
+        except Exception as exc:  # noqa: BLE001 - one item's failure is its own result
+            return _failure(item, exc, time.monotonic() - started, on_error)
+
+    results: list[R | ItemFailure[T] | None] = [None] * len(items)
+    pool = concurrent.futures.ThreadPoolExecutor(max_workers=min(parallel, len(items)),
+                                                 thread_name_prefix="fleet")
+    try:
+        futures = {pool.submit(guarded, item): i for i, item in enumerate(items)}
+        for future in concurrent.futures.as_completed(futures):
+            index = futures[future]
+            results[index] = future.result()  # guarded() never raises
+            if on_done is not None:
+                on_done(index, items[index], results[index])
+    except BaseException:
+        monitor.cancel()
+        pool.shutdown(wait=False, cancel_futures=True)
+        raise
+    pool.shutdown(wait=True)
+    return results  # type: ignore[return-value]  # every slot was filled above
+
+
+def _failure(item: T, error: BaseException, seconds: float,
+             on_error: Callable[[T, BaseException, float], R] | None) -> R | ItemFailure[T]:
+    if on_error is not None:
+        # A broken handler must not take the other items down: fall back to ItemFailure.
+        with contextlib.suppress(Exception):
+            return on_error(item, error, seconds)
+    return ItemFailure(item, error, seconds)
+
+
+__all__ = ["DEFAULT_STAGGER_S", "FleetMonitor", "ItemFailure", "run_fleet"]
