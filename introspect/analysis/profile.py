@@ -19,7 +19,20 @@ TARGET_KEYS = ("host", "port", "user", "python", "venv", "model_path")
 BAD_PATH_STATES = {"not-found", "not-a-directory", "not-a-model-dir", "permission-denied", "symlink-loop"}
 
 # Error types the remote reports that are only worth a warning.
-WARNING_ERROR_TYPES = {"data-truncated", "listing-truncated", "dangling", "symlink-loop"}
+WARNING_ERROR_TYPES = {"data-truncated", "listing-truncated", "dangling", "dangling-symlink", "symlink-loop",
+                       "scan-truncated", "missing-custom-code", "remote-repo"}
+
+# Fixes for remote error types that have an obvious one.
+ERROR_FIXES = {
+    "missing-custom-code": "copy the missing .py file from the model's repository into the model dir",
+    "too-large": "raise --max-json-bytes if the file is legitimately that large",
+    "malformed-json": "re-download or repair the file",
+    "not-utf8": "re-download the file; it is not UTF-8 text",
+    "header-too-large": "the shard is corrupt or not safetensors: re-download it",
+    "truncated-header": "the shard is truncated: re-download it",
+    "malformed-header": "the shard is corrupt: re-download it",
+    "missing-shard": "a shard named in model.safetensors.index.json is missing: finish the download",
+}
 
 
 def _dict(value: Any) -> dict[str, Any]:
@@ -79,7 +92,7 @@ def _error_findings(errors: list[Any]) -> list[dict[str, Any]]:
         severity = "warning" if kind in WARNING_ERROR_TYPES else "error"
         code = "probe-timeout" if kind in ("timeout", "ProbeTimeout") else f"{probe}-{kind}".lower()
         out.append(finding(severity, code, f"{probe}: {err.get('message')}",
-                           err.get("hint") or None))
+                           err.get("hint") or ERROR_FIXES.get(kind)))
     return out
 
 

@@ -61,7 +61,8 @@ def main(argv: list[str] | None = None) -> int:
     except click.exceptions.Exit as exc:
         return int(exc.exit_code)
     except click.Abort:
-        click.echo("error: aborted", err=True)
+        # click turns Ctrl-C into Abort; by now the executors closed their channels.
+        click.echo("error: interrupted; remote probes were stopped", err=True)
         return 130
     except click.ClickException as exc:
         exc.show()

@@ -81,17 +81,32 @@ def model_section(profile: dict[str, Any]) -> Table:
     return table
 
 
+# The five questions users ask first, the summary key answering each, and the evidence group.
+FIVE_QUESTIONS = (
+    ("attention or hybrid?", "mixers", "layers"),
+    ("MHA / GQA / MQA / MLA?", "attention", "attention"),
+    ("MoE or dense?", "experts", "moe"),
+    ("layers and parameters?", "size", "params"),
+    ("speculative decoding?", "speculative", "speculative"),
+)
+
+
+def _evidence(arch: dict[str, Any], group: str, limit: int = 4) -> str:
+    keys = list(_d(_d(arch.get("evidence")).get(group)))
+    if not keys:
+        return ""
+    shown = ", ".join(keys[:limit]) + (f", +{len(keys) - limit}" if len(keys) > limit else "")
+    return f"\n[dim]from {escape(shown)}[/dim]"
+
+
 def architecture_section(profile: dict[str, Any]) -> Table:
     arch = _d(profile.get("architecture"))
     attn, layers, params = _d(arch.get("attention")), _d(arch.get("layers")), _d(arch.get("params"))
     table = _kv("Architecture")
-    for line in arch.get("summary") or []:
-        if isinstance(line, dict):
-            _row(table, str(line.get("question", "")), f"{line.get('answer')}"
-                 + (f"  [dim]({escape(', '.join(line.get('evidence') or []))})[/dim]"
-                    if line.get("evidence") else ""))
-        else:
-            _row(table, "", str(line))
+    summary = _d(arch.get("summary"))
+    for question, key, group in FIVE_QUESTIONS:
+        if summary.get(key):
+            table.add_row(question, escape(str(summary[key])) + _evidence(arch, group))
     kinds = _d(layers.get("kinds"))
     if kinds:
         mix = ", ".join(f"{count} {kind}" for kind, count in kinds.items())
