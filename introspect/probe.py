@@ -103,7 +103,8 @@ def _collect(futures: dict[str, concurrent.futures.Future[ProbeReply]], raw: dic
         if reply.python:
             raw.setdefault("python", reply.python)
         if task == "model" and isinstance(reply.facts, dict):
-            for key in ("files", "tokenizer_files", "safetensors", "drafters", "environment", "hashes"):
+            for key in ("files", "tokenizer_files", "safetensors", "drafters", "environment", "hashes",
+                        "fingerprint"):
                 raw[key] = reply.facts.get(key)
             raw["timings"].update({f"model.{k}": v for k, v in (reply.facts.get("timings") or {}).items()})
         elif task == "tokenizer":

@@ -43,7 +43,9 @@ class CLIResult:
 def run_cli(*args: str, timeout: float = 240, env: dict[str, str] | None = None,
             cwd: Path | None = None) -> CLIResult:
     """Run ``introspect`` in a subprocess, as a user would (its stderr is checked for tracebacks)."""
-    full_env = dict(os.environ, HF_HUB_OFFLINE="1", PYTHONPATH=str(REPO))
+    full_env = dict(os.environ, HF_HUB_OFFLINE="1", PYTHONPATH=str(REPO),
+                    # A fresh result cache per call: a test sees a cache only when it asks for one.
+                    INTROSPECT_CACHE_DIR=tempfile.mkdtemp(prefix="introspect-cache-"))
     full_env.update(env or {})
     proc = subprocess.run([sys.executable, "-m", "introspect.cli.main", *args], capture_output=True,
                           text=True, timeout=timeout, env=full_env, cwd=cwd or NEUTRAL_CWD)

@@ -153,6 +153,7 @@ def build_profile(raw: dict[str, Any]) -> dict[str, Any]:
         },
         "findings": _dedupe(findings),
         "timings": timings,
+        "cache": _dict(raw.get("cache")) or None,
     }
 
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import sys
@@ -11,9 +12,10 @@ from typing import Any
 import click
 
 from introspect.analysis.profile import build_profile, exit_code
+from introspect.cache import ProbeCache, cache_key
 from introspect.cli.connect import ConnectionFlags, connection_options, executor_for, load_inventory_for
 from introspect.cli.render import print_report
-from introspect.errors import InputError, ModelPathError
+from introspect.errors import InputError, IntrospectError, ModelPathError
 from introspect.models import is_repo_id, resolve_model, snapshot_remote_code_finding
 from introspect.probe import ProbeOptions, gather, interpreter
 from introspect.transport.base import Executor
@@ -54,10 +56,13 @@ def emit(profile: dict[str, Any], *, as_json: bool, output: str | None) -> None:
               help="Refuse JSON files above this size.")
 @click.option("--hf-cache", help="HF hub cache dir on the target for --model ORG/NAME[@REV] "
               "(default: HF_HUB_CACHE, HF_HOME/hub, ~/.cache/huggingface/hub there).")
+@click.option("--refresh", is_flag=True, help="Ignore the local result cache and probe afresh.")
+@click.option("--no-cache", is_flag=True, help="Neither read nor write the local result cache.")
 @connection_options
 def probe(model: str, venv: str | None, python_exe: str | None, as_json: bool, output: str | None,
           save_raw: str | None, timeout: float, files_timeout: float, no_remote_code: bool,
-          no_tokenizer: bool, max_json_bytes: int, hf_cache: str | None, **kwargs: Any) -> int:
+          no_tokenizer: bool, max_json_bytes: int, hf_cache: str | None, refresh: bool, no_cache: bool,
+          **kwargs: Any) -> int:
     """Profile a model directory: architecture, experts, tokenizer, chat template, venv."""
     flags = ConnectionFlags.from_kwargs(kwargs)
     inventory = load_inventory_for(flags.hosts_file) if flags.host else None
@@ -73,8 +78,16 @@ def probe(model: str, venv: str | None, python_exe: str | None, as_json: bool, o
             # An id like moonshotai/Kimi-K2.6@rev: find its snapshot in the host's HF cache first.
             model, resolved = resolve_model(executor, interpreter(python_exe, venv), model, files_timeout,
                                             cache_dir=hf_cache)
-        raw = _gather(executor, model, venv, python_exe, timeout, files_timeout, remote_code,
-                      no_tokenizer, max_json_bytes)
+        options = ProbeOptions(model_path=model, python=python_exe or "python3", venv=venv,
+                               tokenizer_timeout=timeout, files_timeout=files_timeout,
+                               remote_code=remote_code, load_tokenizer=not no_tokenizer,
+                               json_cap=max_json_bytes)
+        target = {"host": getattr(getattr(executor, "target", None), "host", None),
+                  "port": getattr(getattr(executor, "target", None), "port", None),
+                  "user": getattr(getattr(executor, "target", None), "user", None),
+                  "python": interpreter(python_exe, venv), "venv": venv, "model_path": model}
+        cache = None if no_cache else ProbeCache()
+        raw = gather_cached(executor, options, target, cache, refresh=refresh)
     if resolved is not None:
         raw["resolved"] = resolved
     if save_raw:
@@ -89,17 +102,26 @@ def probe(model: str, venv: str | None, python_exe: str | None, as_json: bool, o
     return code
 
 
-def _gather(executor: Executor, model: str, venv: str | None, python_exe: str | None, timeout: float,
-            files_timeout: float, remote_code: bool, no_tokenizer: bool, max_json_bytes: int) -> dict[str, Any]:
-    options = ProbeOptions(model_path=model, python=python_exe or "python3", venv=venv,
-                           tokenizer_timeout=timeout, files_timeout=files_timeout,
-                           remote_code=remote_code, load_tokenizer=not no_tokenizer,
-                           json_cap=max_json_bytes)
-    target = {"host": getattr(getattr(executor, "target", None), "host", None),
-              "port": getattr(getattr(executor, "target", None), "port", None),
-              "user": getattr(getattr(executor, "target", None), "user", None),
-              "python": interpreter(python_exe, venv), "venv": venv, "model_path": model}
-    return gather(executor, options, target)
+def gather_cached(executor: Executor, options: ProbeOptions, target: dict[str, Any],
+                  cache: ProbeCache | None, *, refresh: bool) -> dict[str, Any]:
+    """Raw facts, from the local cache when the remote fingerprint says nothing changed
+    (one round trip), else gathered afresh and stored."""
+    key = cache_key(target, dataclasses.asdict(options)) if cache is not None else ""
+    if cache is not None and not refresh:
+        try:
+            stamp = executor.run_python(target["python"], "fingerprint", {"model_path": options.model_path},
+                                        timeout=options.files_timeout)
+            cached = cache.get(key, (stamp.facts or {}).get("digest"))
+        except IntrospectError:
+            cached = None  # the full probe below reports whatever is wrong
+        if cached is not None:
+            cached["cache"] = {"hit": True, "digest": cached.get("fingerprint", {}).get("digest")}
+            return cached
+    raw = gather(executor, options, target)
+    if cache is not None:
+        cache.put(key, raw)
+        raw["cache"] = {"hit": False}
+    return raw
 
 
 def _report_fatal(raw: dict[str, Any], profile: dict[str, Any]) -> None:

@@ -50,6 +50,7 @@ def run(request: Dict[str, Any]) -> Dict[str, Any]:
         discover_probe,
         env_probe,
         files_probe,
+        fingerprint,
         safetensors_probe,
         tokenizer_files,
     )
@@ -69,11 +70,13 @@ def run(request: Dict[str, Any]) -> Dict[str, Any]:
         # sha256 of the small files, shard names and sizes: what `introspect diff` compares.
         "hashes": lambda: discover_probe.collect_hashes(path, json_cap=cap),
     }
+    # Taken before any file is read, so a change during the probe invalidates the cache entry.
+    stamp = fingerprint.compute(path)
     sections = [_Section(name, fn) for name, fn in collectors.items() if name in wanted]
     for section in sections:
         section.start()
 
-    out = {"errors": [], "timings": {}}  # type: Dict[str, Any]
+    out = {"errors": [], "timings": {}, "fingerprint": stamp}  # type: Dict[str, Any]
 
     def finish(section: _Section) -> None:
         section.join(max(0.0, deadline - time.time()))

@@ -41,6 +41,7 @@ TASKS = {
     "preflight": ("introspect.remote.preflight_probe", "run"),
     "discover": ("introspect.remote.discover_probe", "run"),
     "resolve": ("introspect.remote.hf_cache", "resolve"),
+    "fingerprint": ("introspect.remote.fingerprint", "run"),
     "echo": ("introspect.remote.runner", "echo"),
 }
 

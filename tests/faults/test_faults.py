@@ -81,7 +81,7 @@ def test_changed_host_key_always_refused(tmp_path, client_keys, kimi_model, venv
 def test_hung_tokenizer_is_killed_at_its_timeout(sshd, client_keys, kimi_model, venv_full, tmp_path):
     pidfile = tmp_path / "pids"
     model = tokenizer_model(kimi_model, tmp_path / "slow-model", "time.sleep(10**6)", pidfile)
-    result = run_cli(*probe_args(sshd, client_keys, model, venv_full, "--timeout", "4", "--json"),
+    result = run_cli(*probe_args(sshd, client_keys, model, venv_full, "--timeout", "12", "--json"),
                      timeout=60)
     assert result.code == 1, result.stderr[-2000:]
     assert "Traceback" not in result.stderr

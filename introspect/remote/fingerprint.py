@@ -1,0 +1,56 @@
+"""Remote task "fingerprint": a cheap digest of everything a probe's facts depend on.
+
+Standard library only, Python 3.8+. It stats (never reads) the model dir's
+entries and the interpreter's import path dirs: a changed file, shard, custom
+code module or an installed/removed package changes the digest, so a cached
+profile is reused only when nothing it was built from changed.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import sys
+from typing import Any, Dict, List
+
+MAX_ENTRIES = 20000
+
+
+def _stat_entries(path: str) -> List[List[Any]]:
+    out = []  # type: List[List[Any]]
+    try:
+        names = sorted(os.listdir(path))[:MAX_ENTRIES]
+    except OSError as exc:
+        return [["<error>", exc.errno or 0, 0]]
+    for name in names:
+        try:
+            st = os.stat(os.path.join(path, name))  # follows HF snapshot symlinks into blobs/
+            out.append([name, st.st_size, st.st_mtime_ns])
+        except OSError as exc:
+            out.append([name, -1, exc.errno or 0])
+    return out
+
+
+def _import_path_state() -> List[List[Any]]:
+    out = []  # type: List[List[Any]]
+    for entry in sys.path:
+        if entry and os.path.isdir(entry):
+            try:
+                out.append([entry, os.stat(entry).st_mtime_ns])
+            except OSError:
+                continue
+    return out
+
+
+def compute(model_path: str) -> Dict[str, Any]:
+    state = {
+        "model": _stat_entries(model_path),
+        "python": [sys.executable, list(sys.version_info[:3])],
+        "import_path": _import_path_state(),
+    }
+    digest = hashlib.sha256(repr(state).encode("utf-8")).hexdigest()
+    return {"digest": digest, "entries": len(state["model"])}
+
+
+def run(request: Dict[str, Any]) -> Dict[str, Any]:
+    return compute(str(request["model_path"]))
