@@ -116,14 +116,14 @@ def health(hosts_file: str | None, only: tuple[str, ...], tags: tuple[str, ...],
                             started_at=started, finished_at=finished)
 
     code = exit_code(all_results(reports))
-    if prom:
-        _write_prom(prom, reports, started, finished)
     fleet = {"parallel": workers, **monitor.stats()}
     if as_json:
         click.echo(json.dumps(_run_document(reports, run_id, started, finished, code, fleet), indent=2,
                               default=str))
     else:
         _print_summary(reports, run_id, store.path, finished - started, fleet)
+    if prom:  # after the report: a failed write must not hide the results
+        _write_prom(prom, reports, started, finished)
     return code
 
 

@@ -106,6 +106,8 @@ def ssh_target(flags: ConnectionFlags, entry: HostEntry | None, inventory: Inven
         jump=flags.jump or (entry.jump if entry else None),
         connect_timeout=timeout,
         ssh_config=_expand(flags.ssh_config),
+        passphrase_env=(entry.passphrase_env if entry else None)
+        or (defaults.passphrase_env if defaults else None),
     )
 
 

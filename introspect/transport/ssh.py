@@ -10,6 +10,7 @@ channel open, and each probe; keepalives catch a peer that died silently.
 from __future__ import annotations
 
 import errno
+import os
 import socket
 import threading
 import time
@@ -44,6 +45,7 @@ class SSHTarget:
     auth_timeout: float = 15.0
     keepalive: int = 5
     ssh_config: str | None = None  # None: ~/.ssh/config and /etc/ssh/ssh_config
+    passphrase_env: str | None = None  # name of the env var holding the key's passphrase
 
     @property
     def label(self) -> str:
@@ -122,6 +124,9 @@ class SSHExecutor(Executor):
         }
         if self.target.identity:
             connect_kwargs["key_filename"] = [self.target.identity]
+        if self.target.passphrase_env and os.environ.get(self.target.passphrase_env):
+            # hosts.yaml names the variable; the secret itself never lives in a file we read.
+            connect_kwargs["passphrase"] = os.environ[self.target.passphrase_env]
         kwargs: dict[str, object] = {"config": config, "connect_kwargs": connect_kwargs,
                                      "connect_timeout": self.target.connect_timeout}
         if port:
