@@ -1,0 +1,92 @@
+"""One executor interface, every transport: the same behaviour over SSH and locally."""
+
+from __future__ import annotations
+
+import os
+import sys
+from pathlib import Path
+
+import pytest
+
+from introspect.errors import InterpreterError, ProtocolError
+from introspect.transport import shipping
+from introspect.transport.hostkeys import KnownHosts
+from introspect.transport.local import LocalExecutor
+from introspect.transport.ssh import SSHExecutor, SSHTarget
+
+PY = os.path.realpath(sys.executable)
+HOSTILE = "x$(touch {m})'\"`touch {m}`;\n touch {m} && echo"
+
+
+@pytest.fixture(params=["local", "ssh"])
+def executor(request, tmp_path):
+    if request.param == "local":
+        ex = LocalExecutor()
+    else:
+        sshd = request.getfixturevalue("sshd")
+        keys = request.getfixturevalue("client_keys")
+        ex = SSHExecutor(SSHTarget(host=sshd.address, port=sshd.port, identity=str(keys.key),
+                                   ssh_config="/dev/null"), KnownHosts(keys.known_hosts))
+    with ex:
+        yield ex
+
+
+def test_megabytes_on_both_streams_do_not_deadlock(executor):
+    reply = executor.run_python(PY, "echo", {"pad": 6 * 1024 * 1024}, timeout=60)
+    assert len(reply.facts["pad"]) == 6 * 1024 * 1024
+    assert reply.errors == []
+
+
+def test_request_travels_as_data(executor, tmp_path):
+    marker = tmp_path / "MARK"
+    text = HOSTILE.format(m=marker)
+    reply = executor.run_python(PY, "echo", {"text": text}, timeout=30)
+    assert reply.facts["request"]["text"] == text
+    assert not marker.exists()
+
+
+def test_isolated_task_is_killed_with_its_group_at_its_deadline(executor):
+    reply = executor.run_python(PY, "echo", {"sleep": 60}, timeout=2, isolate=True)
+    assert reply.facts is None
+    assert reply.errors[0]["type"] == "timeout"
+    assert reply.supervisor["temp_dir_removed"] is True
+
+
+def test_missing_interpreter_is_a_clear_error(executor, tmp_path):
+    with pytest.raises(InterpreterError) as info:
+        executor.run_python(str(tmp_path / "venv" / "bin" / "python"), "echo", {}, timeout=10)
+    assert "venv" in info.value.message and info.value.hint
+
+
+def test_banner_noise_on_stdout_cannot_corrupt_the_reply(executor, tmp_path):
+    noisy = tmp_path / "noisy-python"
+    noisy.write_text(f"#!/bin/sh\necho 'Welcome to GPU node 7 <<<INTROSPECT:'\nexec {PY} \"$@\"\n")
+    noisy.chmod(0o755)
+    reply = executor.run_python(str(noisy), "echo", {"a": 1}, timeout=30)
+    assert reply.facts["request"] == {"a": 1}
+
+
+def test_unknown_task_is_an_error_record(executor):
+    reply = executor.run_python(PY, "no-such-task", {}, timeout=10)
+    assert reply.errors[0]["type"] == "unknown-task"
+
+
+@pytest.mark.parametrize("version", ["3.8"])
+def test_remote_side_runs_on_old_python(version):
+    # pyenv's shims answer for versions that are not selected: take the real binary.
+    candidates = sorted(Path(os.path.expanduser("~/.pyenv/versions")).glob(f"{version}.*/bin/python"))
+    candidates += [Path(p) for p in (f"/usr/bin/python{version}",) if os.path.exists(p)]
+    old = str(candidates[0]) if candidates else None
+    if not old:
+        pytest.skip(f"no Python {version} on this machine")
+    repo = Path(__file__).resolve().parent.parent.parent
+    reply = LocalExecutor().run_python(str(old), "model", {"model_path": str(repo / "tests/data/realconfigs/gpt2")},
+                                       timeout=60)
+    assert reply.python["version"][:2] == [3, 8]
+    assert reply.facts["files"]["config"]["model_type"] == "gpt2"
+
+
+def test_protocol_mismatch_is_refused():
+    body = b'\n<<<INTROSPECT:BEGIN>>>\n{"protocol": 999, "facts": {}}\n<<<INTROSPECT:END>>>\n'
+    with pytest.raises(ProtocolError):
+        shipping.parse_reply(body)
