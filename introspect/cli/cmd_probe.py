@@ -13,9 +13,17 @@ import click
 
 from introspect.analysis.profile import build_profile, exit_code
 from introspect.cache import ProbeCache, cache_key
-from introspect.cli.connect import ConnectionFlags, connection_options, executor_for, load_inventory_for
+from introspect.cli.connect import (
+    ConnectionFlags,
+    connection_options,
+    executor_for,
+    known_hosts_for,
+    load_inventory_for,
+)
 from introspect.cli.render import print_report
-from introspect.errors import InputError, IntrospectError, ModelPathError
+from introspect.errors import InputError, IntrospectError, ModelPathError, UsageError
+from introspect.fleet import FleetMonitor, run_fleet
+from introspect.inventory import HostEntry, InventoryError, select_hosts
 from introspect.models import is_repo_id, resolve_model, snapshot_remote_code_finding
 from introspect.probe import ProbeOptions, gather, interpreter
 from introspect.transport.base import Executor
@@ -38,8 +46,65 @@ def emit(profile: dict[str, Any], *, as_json: bool, output: str | None) -> None:
         print_report(profile)
 
 
+@dataclasses.dataclass(frozen=True)
+class ProbeSettings:
+    """What to probe and how, independent of where (one host, the local machine, a fleet)."""
+
+    model: str
+    venv: str | None
+    python_exe: str | None
+    timeout: float
+    files_timeout: float
+    no_remote_code: bool
+    no_tokenizer: bool
+    max_json_bytes: int
+    hf_cache: str | None
+    refresh: bool
+    no_cache: bool
+
+
+@dataclasses.dataclass
+class ProbeOutcome:
+    code: int
+    raw: dict[str, Any]
+    profile: dict[str, Any]
+
+
+def probe_target(settings: ProbeSettings, executor: Executor, entry: HostEntry | None) -> ProbeOutcome:
+    """Probe one target over one connection and build its profile."""
+    venv, python_exe, model = settings.venv, settings.python_exe, settings.model
+    if entry is not None and not venv and not python_exe and entry.venvs:
+        venv = entry.venvs[0].path  # the entry's first venv is the natural default
+    remote_code = not settings.no_remote_code and (entry.remote_code if entry else True)
+    if entry is not None and venv:
+        remote_code = remote_code and all(v.remote_code for v in entry.venvs if v.path == venv)
+    python = interpreter(python_exe, venv)
+    with executor:
+        resolved = None
+        if is_repo_id(model):
+            # An id like moonshotai/Kimi-K2.6@rev: find its snapshot in the host's HF cache first.
+            model, resolved = resolve_model(executor, python, model, settings.files_timeout,
+                                            cache_dir=settings.hf_cache)
+        options = ProbeOptions(model_path=model, python=python_exe or "python3", venv=venv,
+                               tokenizer_timeout=settings.timeout, files_timeout=settings.files_timeout,
+                               remote_code=remote_code, load_tokenizer=not settings.no_tokenizer,
+                               json_cap=settings.max_json_bytes)
+        ssh = getattr(executor, "target", None)
+        target = {"host": getattr(ssh, "host", None), "port": getattr(ssh, "port", None),
+                  "user": getattr(ssh, "user", None), "python": python, "venv": venv, "model_path": model}
+        cache = None if settings.no_cache else ProbeCache()
+        raw = gather_cached(executor, options, target, cache, refresh=settings.refresh)
+    if resolved is not None:
+        raw["resolved"] = resolved
+    profile = build_profile(raw)
+    snapshot_finding = snapshot_remote_code_finding(raw)
+    if snapshot_finding:
+        profile["findings"].append(snapshot_finding)
+    return ProbeOutcome(exit_code(profile, raw), raw, profile)
+
+
 @click.command("probe")
-@click.option("--model", "-m", required=True, help="Model directory on the target.")
+@click.option("--model", "-m", required=True, help="Model directory on the target, or a hub id ORG/NAME[@REV].")
 @click.option("--venv", help="Virtualenv on the target whose bin/python runs the probe.")
 @click.option("--python", "python_exe", help="Interpreter on the target (default python3).")
 @click.option("--json", "as_json", is_flag=True, help="Print the profile as JSON on stdout.")
@@ -58,48 +123,74 @@ def emit(profile: dict[str, Any], *, as_json: bool, output: str | None) -> None:
               "(default: HF_HUB_CACHE, HF_HOME/hub, ~/.cache/huggingface/hub there).")
 @click.option("--refresh", is_flag=True, help="Ignore the local result cache and probe afresh.")
 @click.option("--no-cache", is_flag=True, help="Neither read nor write the local result cache.")
+@click.option("--all-hosts", is_flag=True, help="Fleet mode: probe the model on every inventory host.")
+@click.option("--only", multiple=True, help="Fleet mode: these inventory hosts (repeat or comma-separate).")
+@click.option("--tags", multiple=True, help="Fleet mode: inventory hosts with one of these tags.")
+@click.option("--parallel", type=click.IntRange(1, 1024), default=None,
+              help="Fleet mode: hosts probed at once (default: the inventory's, 8).")
 @connection_options
-def probe(model: str, venv: str | None, python_exe: str | None, as_json: bool, output: str | None,
-          save_raw: str | None, timeout: float, files_timeout: float, no_remote_code: bool,
-          no_tokenizer: bool, max_json_bytes: int, hf_cache: str | None, refresh: bool, no_cache: bool,
-          **kwargs: Any) -> int:
+def probe(as_json: bool, output: str | None, save_raw: str | None, all_hosts: bool, only: tuple[str, ...],
+          tags: tuple[str, ...], parallel: int | None, **kwargs: Any) -> int:
     """Profile a model directory: architecture, experts, tokenizer, chat template, venv."""
     flags = ConnectionFlags.from_kwargs(kwargs)
+    settings = ProbeSettings(**kwargs)
+    if all_hosts or only or tags:
+        return probe_fleet(settings, flags, only, tags, parallel, as_json=as_json, output=output)
     inventory = load_inventory_for(flags.hosts_file) if flags.host else None
     executor, entry = executor_for(flags, inventory)
-    if entry is not None and not venv and not python_exe and entry.venvs:
-        venv = entry.venvs[0].path  # the entry's first venv is the natural default
-    remote_code = not no_remote_code and (entry.remote_code if entry else True)
-    if entry is not None and venv:
-        remote_code = remote_code and all(v.remote_code for v in entry.venvs if v.path == venv)
-    with executor:
-        resolved = None
-        if is_repo_id(model):
-            # An id like moonshotai/Kimi-K2.6@rev: find its snapshot in the host's HF cache first.
-            model, resolved = resolve_model(executor, interpreter(python_exe, venv), model, files_timeout,
-                                            cache_dir=hf_cache)
-        options = ProbeOptions(model_path=model, python=python_exe or "python3", venv=venv,
-                               tokenizer_timeout=timeout, files_timeout=files_timeout,
-                               remote_code=remote_code, load_tokenizer=not no_tokenizer,
-                               json_cap=max_json_bytes)
-        target = {"host": getattr(getattr(executor, "target", None), "host", None),
-                  "port": getattr(getattr(executor, "target", None), "port", None),
-                  "user": getattr(getattr(executor, "target", None), "user", None),
-                  "python": interpreter(python_exe, venv), "venv": venv, "model_path": model}
-        cache = None if no_cache else ProbeCache()
-        raw = gather_cached(executor, options, target, cache, refresh=refresh)
-    if resolved is not None:
-        raw["resolved"] = resolved
+    outcome = probe_target(settings, executor, entry)
     if save_raw:
-        write_json(save_raw, raw)
-    profile = build_profile(raw)
-    snapshot_finding = snapshot_remote_code_finding(raw)
-    if snapshot_finding:
-        profile["findings"].append(snapshot_finding)
-    code = exit_code(profile, raw)
-    emit(profile, as_json=as_json, output=output)
-    _report_fatal(raw, profile)
-    return code
+        write_json(save_raw, outcome.raw)
+    emit(outcome.profile, as_json=as_json, output=output)
+    _report_fatal(outcome.raw, outcome.profile)
+    return outcome.code
+
+
+def probe_fleet(settings: ProbeSettings, flags: ConnectionFlags, only: tuple[str, ...], tags: tuple[str, ...],
+                parallel: int | None, *, as_json: bool, output: str | None) -> int:
+    """The same probe on many inventory hosts: one connection each, a bounded staggered pool."""
+    inventory = load_inventory_for(flags.hosts_file, required=True)
+    assert inventory is not None
+    try:
+        hosts = select_hosts(inventory, [n for o in only for n in o.split(",") if n],
+                             [t for g in tags for t in g.split(",") if t])
+    except InventoryError as exc:
+        raise UsageError(str(exc), hint="check --only/--tags against the inventory") from None
+    known_hosts = known_hosts_for(flags, inventory)  # parsed once for the whole fleet
+    monitor = FleetMonitor()
+
+    def work(entry: HostEntry) -> dict[str, Any]:
+        executor, _ = executor_for(dataclasses.replace(flags, host=entry.name), inventory, known_hosts)
+        with monitor.connection(entry.name, closer=executor.close):
+            outcome = probe_target(settings, executor, entry)
+        return {"host": entry.name, "exit_code": outcome.code, "profile": outcome.profile,
+                "error": outcome.raw.get("fatal")}
+
+    def failed(entry: HostEntry, exc: BaseException, _seconds: float) -> dict[str, Any]:
+        code = exc.exit_code if isinstance(exc, IntrospectError) else 1
+        error = exc.as_dict() if isinstance(exc, IntrospectError) else {"type": type(exc).__name__,
+                                                                        "message": str(exc), "hint": None}
+        return {"host": entry.name, "exit_code": code, "profile": None, "error": error}
+
+    results = run_fleet(hosts, work, parallel=parallel or inventory.defaults.parallel, on_error=failed,
+                        monitor=monitor)
+    document = {"schema": "introspect.fleet-profiles/v1", "model": settings.model, "hosts": results,
+                "fleet": monitor.stats()}
+    if output:
+        write_json(output, document)
+    if as_json:
+        click.echo(json.dumps(document, indent=2))
+    else:
+        for item in results:
+            click.echo(f"\n=== {item['host']} (exit {item['exit_code']}) ===")
+            if item["profile"] is not None:
+                print_report(item["profile"])
+    for item in results:
+        if item["error"]:
+            click.echo(f"error: {item['host']}: {item['error'].get('message')}", err=True)
+            if item["error"].get("hint"):
+                click.echo(f"fix: {item['error']['hint']}", err=True)
+    return max((int(item["exit_code"]) for item in results), default=0)
 
 
 def gather_cached(executor: Executor, options: ProbeOptions, target: dict[str, Any],
