@@ -183,11 +183,19 @@ def run_many(calls: Sequence[Callable[[], Run]]) -> Run:
 
 
 def kill_live() -> None:
+    """Stop the processes still running (interrupted): SIGTERM, then SIGKILL after 3 s."""
     with _live_lock:
         procs = list(_live)
     for proc in procs:
         if proc.poll() is None:
+            proc.terminate()
+    deadline = time.monotonic() + 3
+    for proc in procs:
+        try:
+            proc.wait(max(0.0, deadline - time.monotonic()))
+        except subprocess.TimeoutExpired:
             proc.kill()
+            proc.wait()
 
 
 # ------------------------------------------------------------------ statistics
@@ -374,7 +382,10 @@ class Bench:
                for k in keys if any(isinstance(t.get(k), (int, float)) for t in timings)}
         self.notes.append("1. inside the probe (median of the profile's own timings, s): "
                           + ", ".join(f"{k} {v:.2f}" for k, v in med.items())
-                          + f"; the rest of the {probe.median:.2f} s is the CLI's start-up, connect and report")
+                          + f"; the rest of the {probe.median:.2f} s is the CLI's start-up, connect and report. "
+                          f"Machine-wide CPU: {probe.machine_cpu:.2f} CPU-s for the probe vs "
+                          f"{pair.machine_cpu:.2f} for the hand-run pair (the file probe runs beside the "
+                          f"tokenizer load, on {os.cpu_count()} CPU(s) shared with sshd)")
         self.probe_rss = probe
 
     # -- 2 -----------------------------------------------------------------------
@@ -413,6 +424,7 @@ class Bench:
         self.log(f"3. safetensors headers of the {self.big_shards}-shard 1T-parameter sparse checkpoint")
         probe = Series(f"introspect probe --no-tokenizer --no-cache ({self.big_shards} sparse shards)")
         facts: list[tuple[int, float | None]] = []
+        timings: list[dict[str, Any]] = []
 
         def run_probe() -> Run:
             r = self.checked_probe(self.big, "--no-tokenizer", "--no-cache", tokenizer=False)
@@ -420,7 +432,8 @@ class Bench:
             read = files.get("safetensors_bytes_read")
             if not isinstance(read, int):
                 raise r.fail(f"no files.safetensors_bytes_read in the profile: {files}")
-            facts.append((read, (self.last_profile.get("timings") or {}).get("model")))
+            timings.append(self.last_profile.get("timings") or {})
+            facts.append((read, timings[-1].get("model")))
             return r
 
         alternate(self.reps, [(probe, run_probe)], self.log)
@@ -437,7 +450,9 @@ class Bench:
                               f"{statistics.median(remote):.2f} s (median); all headers together: "
                               f"{max(r for r, _ in facts) / MiB:.1f} MiB read of "
                               f"{sum(p.stat().st_size for p in self.big.glob('*.safetensors')) / 2**40:.2f} TiB "
-                              f"apparent size")
+                              "apparent size; its sections (median s, run concurrently): " + ", ".join(
+                                  f"{k[len('model.'):]} {statistics.median(t[k] for t in timings if k in t):.2f}"
+                                  for k in sorted({k for t in timings for k in t if k.startswith("model.")})))
         self.big_rss = probe
 
     # -- 4 -----------------------------------------------------------------------
@@ -641,6 +656,8 @@ def main() -> int:
     def on_signal(signum: int, _frame: object) -> None:
         raise KeyboardInterrupt(f"signal {signum}")
 
+    # SIGINT explicitly too: a shell starts background jobs with SIGINT ignored.
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     signal.signal(signal.SIGTERM, on_signal)
     signal.signal(signal.SIGHUP, on_signal)
 

@@ -6,6 +6,7 @@ import dataclasses
 import json
 import os
 import sys
+import threading
 from pathlib import Path
 from typing import Any
 
@@ -61,6 +62,7 @@ class ProbeSettings:
     hf_cache: str | None
     refresh: bool
     no_cache: bool
+    deadline: float
 
 
 @dataclasses.dataclass
@@ -93,7 +95,21 @@ def probe_target(settings: ProbeSettings, executor: Executor, entry: HostEntry |
         target = {"host": getattr(ssh, "host", None), "port": getattr(ssh, "port", None),
                   "user": getattr(ssh, "user", None), "python": python, "venv": venv, "model_path": model}
         cache = None if settings.no_cache else ProbeCache()
-        raw = gather_cached(executor, options, target, cache, refresh=settings.refresh)
+        # The whole-run deadline: past it every channel is closed, which makes the remote
+        # watchdogs kill their tasks; whatever finished is kept.
+        expired = threading.Event()
+        timer = threading.Timer(settings.deadline, lambda: (expired.set(), executor.close()))
+        timer.daemon = True
+        timer.start()
+        try:
+            raw = gather_cached(executor, options, target, cache, refresh=settings.refresh)
+        finally:
+            timer.cancel()
+        if expired.is_set():
+            raw["fatal"] = {"type": "ProbeTimeout", "exit_code": 1, "host": target["host"],
+                            "message": f"the run passed its {settings.deadline:g} s deadline; "
+                                       "remote probes were stopped",
+                            "hint": "raise --deadline (and --timeout for slow tokenizer loads)"}
     if resolved is not None:
         raw["resolved"] = resolved
     profile = build_profile(raw)
@@ -123,6 +139,8 @@ def probe_target(settings: ProbeSettings, executor: Executor, entry: HostEntry |
               "(default: HF_HUB_CACHE, HF_HOME/hub, ~/.cache/huggingface/hub there).")
 @click.option("--refresh", is_flag=True, help="Ignore the local result cache and probe afresh.")
 @click.option("--no-cache", is_flag=True, help="Neither read nor write the local result cache.")
+@click.option("--deadline", type=click.FloatRange(min=1), default=300.0, show_default=True,
+              help="Seconds for the whole run on one host; past it remote probes are stopped.")
 @click.option("--all-hosts", is_flag=True, help="Fleet mode: probe the model on every inventory host.")
 @click.option("--only", multiple=True, help="Fleet mode: these inventory hosts (repeat or comma-separate).")
 @click.option("--tags", multiple=True, help="Fleet mode: inventory hosts with one of these tags.")

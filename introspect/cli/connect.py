@@ -42,6 +42,10 @@ def connection_options(func: Callable[..., Any]) -> Callable[..., Any]:
                      help="ssh_config file to read instead of ~/.ssh/config and /etc/ssh/ssh_config."),
         click.option("--connect-timeout", type=float, default=None,
                      help="Seconds for the TCP connect (default 5, like ssh -o ConnectTimeout=5)."),
+        click.option("--banner-timeout", type=float, default=None,
+                     help="Seconds to wait for the SSH banner after connecting (default 10)."),
+        click.option("--auth-timeout", type=float, default=None,
+                     help="Seconds for SSH authentication (default 15)."),
         click.option("--hosts", "hosts_file", type=click.Path(dir_okay=False),
                      help="Inventory file (default ./hosts.yaml when present) for --host entry names."),
     ]
@@ -62,6 +66,8 @@ class ConnectionFlags:
     ssh_config: str | None
     connect_timeout: float | None
     hosts_file: str | None
+    banner_timeout: float | None = None
+    auth_timeout: float | None = None
 
     @classmethod
     def from_kwargs(cls, kwargs: dict[str, Any]) -> ConnectionFlags:
@@ -105,6 +111,8 @@ def ssh_target(flags: ConnectionFlags, entry: HostEntry | None, inventory: Inven
                          or (defaults.identity if defaults else None)),
         jump=flags.jump or (entry.jump if entry else None),
         connect_timeout=timeout,
+        banner_timeout=flags.banner_timeout or 10.0,
+        auth_timeout=flags.auth_timeout or 15.0,
         ssh_config=_expand(flags.ssh_config),
         passphrase_env=(entry.passphrase_env if entry else None)
         or (defaults.passphrase_env if defaults else None),

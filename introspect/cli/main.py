@@ -7,6 +7,7 @@ and its exit code returned. ``--debug`` shows the traceback instead.
 
 from __future__ import annotations
 
+import logging
 import sys
 
 import click
@@ -46,8 +47,21 @@ def _debug_requested(argv: list[str]) -> bool:
     return "--debug" in argv
 
 
+def _quiet_libraries(debug: bool) -> None:
+    """paramiko logs handshake failures with tracebacks through logging's last-resort
+    handler; we report those errors ourselves, in one line. --debug shows them."""
+    for name in ("paramiko", "fabric", "invoke"):
+        logger = logging.getLogger(name)
+        if debug:
+            logging.basicConfig(level=logging.DEBUG, format="%(name)s: %(message)s")
+        else:
+            logger.addHandler(logging.NullHandler())
+            logger.propagate = False
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
+    _quiet_libraries(_debug_requested(argv))
     try:
         result = cli.main(args=argv, prog_name="introspect", standalone_mode=False)
         return int(result or 0)

@@ -312,3 +312,49 @@ def test_secrets_never_reach_the_profile(tmp_path, client_keys, kimi_model, venv
         assert secret not in result.stdout and secret not in result.stderr
     finally:
         server.stop()
+
+
+def test_whole_run_deadline_stops_everything(sshd, client_keys, kimi_model, venv_full, tmp_path):
+    pidfile = tmp_path / "pids"
+    model = tokenizer_model(kimi_model, tmp_path / "slow-model", "time.sleep(10**6)", pidfile)
+    result = run_cli(*probe_args(sshd, client_keys, model, venv_full, "--timeout", "100", "--deadline", "8",
+                                 "--json"), timeout=60)
+    assert_clean_error(result, 1, "8 s deadline", "--deadline")
+    profile = json.loads(result.stdout)
+    assert profile["architecture"]["num_layers"] == 61  # the file facts finished first: kept
+    time.sleep(1)
+    assert not pids_alive(pidfile)
+
+
+def test_banner_timeout_is_its_own_deadline(client_keys, kimi_model):
+    import socket
+    import threading
+
+    listener = socket.socket()
+    listener.bind(("127.0.0.11", 0))
+    listener.listen(5)  # accepts TCP, never speaks SSH
+    port = listener.getsockname()[1]
+    held: list[socket.socket] = []
+    stop = threading.Event()
+
+    def accept() -> None:
+        listener.settimeout(0.2)
+        while not stop.is_set():
+            try:
+                held.append(listener.accept()[0])
+            except OSError:
+                continue
+
+    thread = threading.Thread(target=accept, daemon=True)
+    thread.start()
+    try:
+        result = run_cli("probe", "--host", "127.0.0.11", "--port", str(port), "--identity", str(client_keys.key),
+                         "--known-hosts", str(client_keys.known_hosts), "--ssh-config", "/dev/null",
+                         "--banner-timeout", "2", "--model", str(kimi_model), timeout=30)
+        assert_clean_error(result, 3, "no SSH banner", "within 2 s")
+    finally:
+        stop.set()
+        thread.join()
+        for conn in held:
+            conn.close()
+        listener.close()
