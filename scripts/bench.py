@@ -138,6 +138,7 @@ class Run:
 
 _live: set[subprocess.Popen] = set()
 _live_lock = threading.Lock()
+_stopping = threading.Event()  # set when interrupted: no new process starts
 
 
 def run(argv: Sequence[str], *, env: dict[str, str], cwd: Path, stdin: bytes | None = None,
@@ -150,14 +151,19 @@ def run(argv: Sequence[str], *, env: dict[str, str], cwd: Path, stdin: bytes | N
             inp.seek(0)
         busy = machine_busy_s()
         started = time.perf_counter()
-        proc = subprocess.Popen(argv, stdin=inp if stdin is not None else subprocess.DEVNULL, stdout=out,
-                                stderr=err, env=env, cwd=cwd)
         with _live_lock:
+            if _stopping.is_set():
+                raise KeyboardInterrupt("stopping")
+            proc = subprocess.Popen(argv, stdin=inp if stdin is not None else subprocess.DEVNULL, stdout=out,
+                                    stderr=err, env=env, cwd=cwd)
             _live.add(proc)
         timer = threading.Timer(timeout, proc.kill)
         timer.start()
         try:
             _pid, status, usage = os.wait4(proc.pid, 0)
+        except BaseException:
+            stop_processes([proc])  # interrupted: never leave the child running
+            raise
         finally:
             timer.cancel()
             with _live_lock:
@@ -175,17 +181,29 @@ def run_many(calls: Sequence[Callable[[], Run]]) -> Run:
     """Run the calls at once (one thread each); one Run: wall time of all, largest RSS, CPU summed."""
     busy = machine_busy_s()
     started = time.perf_counter()
-    with concurrent.futures.ThreadPoolExecutor(len(calls)) as pool:
-        runs = list(pool.map(lambda call: call(), calls))
+    pool = concurrent.futures.ThreadPoolExecutor(len(calls))
+    try:
+        runs = [future.result() for future in [pool.submit(call) for call in calls]]
+    except BaseException:
+        kill_live()  # interrupted: stop the others now rather than wait for them
+        raise
+    finally:
+        pool.shutdown(wait=True)
     seconds = time.perf_counter() - started
     return Run(runs[0].argv, seconds, max(r.code for r in runs), max(r.maxrss_kib for r in runs), b"", b"",
                sum(r.cpu_s for r in runs), machine_busy_s() - busy)
 
 
 def kill_live() -> None:
-    """Stop the processes still running (interrupted): SIGTERM, then SIGKILL after 3 s."""
+    """Stop every process still running and start no new one (interrupted)."""
     with _live_lock:
+        _stopping.set()
         procs = list(_live)
+    stop_processes(procs)
+
+
+def stop_processes(procs: Sequence[subprocess.Popen]) -> None:
+    """SIGTERM, then SIGKILL after 3 s."""
     for proc in procs:
         if proc.poll() is None:
             proc.terminate()

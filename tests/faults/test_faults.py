@@ -295,7 +295,9 @@ def test_no_trace_left_on_the_host(sshd, client_keys, kimi_model, venv_full, tmp
     after_home, after_tmp = _snapshot(home, 4), _snapshot(Path("/tmp"), 1)
     assert after_home - before_home == set()
     # pytest's own dirs and the controller-side result cache that run_cli points at /tmp.
-    new_tmp = {p for p in after_tmp - before_tmp if not p.startswith(("pytest-of-", "introspect-cache-"))}
+    # (bash_tool_ and introspect-cwd- belong to other processes of a developer's machine.)
+    foreign = ("pytest-of-", "introspect-cache-", "introspect-cwd-", "bash_tool_")
+    new_tmp = {p for p in after_tmp - before_tmp if not p.startswith(foreign)}
     assert new_tmp == set()
     # The probe also wrote nothing into the model dir.
     assert not list(kimi_model.rglob("__pycache__"))

@@ -84,7 +84,7 @@ def test_model_path_is_a_file(tmp_path: Path) -> None:
     assert facts["status"] == "not-a-directory"
     assert [e["type"] for e in errors] == ["not-a-directory"]
     _st, st_errors = collect_safetensors(str(path))
-    assert [e["type"] for e in st_errors] == ["os-error"]  # ENOTDIR
+    assert [e["type"] for e in st_errors] == ["not-a-directory"]  # ENOTDIR
 
 
 def test_not_a_model_dir(tmp_path: Path) -> None:
