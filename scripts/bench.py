@@ -107,6 +107,13 @@ def machine_busy_s() -> float:
     return busy / os.sysconf("SC_CLK_TCK")
 
 
+def background_load(seconds: float = 1.0) -> float:
+    """CPUs kept busy by others while the bench sits idle (a noisy neighbour skews every timing)."""
+    before = machine_busy_s()
+    time.sleep(seconds)
+    return (machine_busy_s() - before) / seconds
+
+
 class BenchError(RuntimeError):
     """A variant did not do its job (the timing would be meaningless)."""
 
@@ -283,6 +290,7 @@ class Bench:
         self.rows: list[Row] = []
         self.series: list[Series] = []
         self.notes: list[str] = []
+        self.load: list[float] = []
         self.cwd = tmp / "cwd"  # no hosts.yaml here: the CLI reads only what the bench passes
         self.cwd.mkdir()
         self.env = {k: v for k, v in os.environ.items() if k not in ("SSH_AUTH_SOCK", "PYTHONSTARTUP")}
@@ -645,7 +653,11 @@ class Bench:
     def report(self, elapsed: float) -> str:
         out = ["", f"## Performance (scripts/bench, --reps {self.reps}: medians of alternating runs)", "",
                f"Machine: {os.cpu_count()} CPU(s), Python {sys.version.split()[0]}, {os.uname().sysname} "
-               f"{os.uname().release}; hosts are OpenSSH servers on 127.0.0.x of the same machine.", "",
+               f"{os.uname().release}; hosts are OpenSSH servers on 127.0.0.x of the same machine. "
+               "Background load (CPUs busy with other work while the bench idled, before / after): "
+               + " / ".join(f"{x:.2f}" for x in self.load) + (
+                   " (NOTE: other work was running; timings and CPU-s include its interference)"
+                   if any(x > 0.25 for x in self.load) else ""), "",
                "| metric | measured | target | met? |", "|---|---|---|---|"]
         for row in self.rows:
             met = "—" if row.met is None else ("yes" if row.met else "**no**")
@@ -654,7 +666,8 @@ class Bench:
         out += ["", "### Raw medians", "",
                 "Wall time per process (or per set of concurrent processes); CPU-s: user + system CPU of the "
                 "local process(es), and busy CPU-seconds of the whole machine meanwhile (sshd and the remote "
-                "interpreters run here too); peak RSS: the largest local process.", "",
+                "interpreters run here too, and so does any other work on the machine); peak RSS: the largest local "
+                "process.", "",
                 "| variant | median s | min s | max s | runs | CPU-s local | CPU-s machine | peak RSS MiB |",
                 "|---|---|---|---|---|---|---|---|"]
         out += [s.raw_row(floor) for s in self.series]
@@ -687,6 +700,7 @@ def main() -> int:
     bench = Bench(tmp, args.reps, log)
     try:
         log(f"bench: setting up in {tmp}")
+        bench.load.append(background_load())
         bench.setup()
         bench.bench_full_probe()
         bench.bench_files_probe()
@@ -694,6 +708,7 @@ def main() -> int:
         bench.bench_fleet()
         bench.bench_cache()
         bench.bench_memory()
+        bench.load.append(background_load())
         print(bench.report(time.monotonic() - started), flush=True)
         return 0
     except BenchError as exc:

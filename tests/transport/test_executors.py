@@ -90,3 +90,24 @@ def test_protocol_mismatch_is_refused():
     body = b'\n<<<INTROSPECT:BEGIN>>>\n{"protocol": 999, "facts": {}}\n<<<INTROSPECT:END>>>\n'
     with pytest.raises(ProtocolError):
         shipping.parse_reply(body)
+
+
+def test_probe_uses_one_connection_and_two_concurrent_channels(sshd, client_keys, kimi_model, venv_full):
+    from introspect.probe import ProbeOptions, gather
+
+    ex = SSHExecutor(SSHTarget(host=sshd.address, port=sshd.port, identity=str(client_keys.key),
+                               ssh_config="/dev/null"), KnownHosts(client_keys.known_hosts))
+    spawned: list[list[str]] = []
+    original = ex._spawn
+
+    def counting_spawn(argv):
+        spawned.append(argv)
+        return original(argv)
+
+    ex._spawn = counting_spawn
+    with ex:
+        raw = gather(ex, ProbeOptions(model_path=str(kimi_model), venv=str(venv_full)),
+                     {"host": sshd.address, "model_path": str(kimi_model)})
+    assert ex.connections_opened == 1
+    assert len(spawned) == 2  # the file probe and the tokenizer probe, one channel each
+    assert raw["tokenizer_probe"]["loaded"] is True and raw["files"]["status"] == "ok"
