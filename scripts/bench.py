@@ -695,6 +695,10 @@ def main() -> int:
     def log(msg: str) -> None:
         print(msg, file=sys.stderr, flush=True)
 
+    if not os.access(SSH, os.X_OK):
+        log(f"bench: error: {SSH} not found: the hand-run baseline needs the OpenSSH client "
+            "(apt-get install openssh-client)")
+        return 1
     started = time.monotonic()
     tmp = Path(tempfile.mkdtemp(prefix="introspect-bench-"))
     bench = Bench(tmp, args.reps, log)

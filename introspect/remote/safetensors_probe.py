@@ -35,6 +35,7 @@ counts), plus OS error types from common (``not-found``, ``permission-denied``,
 from __future__ import annotations
 
 import json
+import re
 import os
 import struct
 import threading
@@ -64,49 +65,71 @@ def _err(kind: str, message: str, path: Optional[str] = None) -> Dict[str, Any]:
 # --------------------------------------------------------------------------- header summary
 
 
+# An all-ASCII-digit dotted component ("model.layers.12.mlp"); \d would also take e.g. '²'.
+_NUMBER = re.compile(r"(?:(?<=\.)|^)[0-9]+(?=\.|$)")
+
+
 def template_of(name: str) -> Tuple[str, Optional[int]]:
-    """Name template (all-digit dotted components -> '#') and the first such number."""
-    parts = name.split(".")
-    first = None
-    for i, part in enumerate(parts):
-        if _ascii_digits(part):
-            if first is None:
-                first = int(part)
-            parts[i] = "#"
-    return ".".join(parts), first
+    """Name template (all-digit dotted components -> '#') and the first such number.
 
-
-def _ascii_digits(text: str) -> bool:
-    # str.isdigit alone accepts e.g. '²', which int() rejects.
-    return bool(text) and all("0" <= c <= "9" for c in text)
+    Runs once per tensor (200k+ for a 1T checkpoint): one compiled regex, no Python loop.
+    """
+    first = _NUMBER.search(name)
+    if first is None:
+        return name, None
+    return _NUMBER.sub("#", name), int(first.group())
 
 
 def _valid_shape(shape: Any) -> bool:
-    return isinstance(shape, list) and all(
-        isinstance(d, int) and not isinstance(d, bool) and d >= 0 for d in shape)
+    if type(shape) is not list:
+        return False
+    for d in shape:  # a loop, not all(genexpr): this runs for every tensor
+        if type(d) is not int or d < 0:
+            return False
+    return True
 
 
 def _data_end(entry: Dict[str, Any]) -> Optional[int]:
     offsets = entry.get("data_offsets")
-    if (isinstance(offsets, list) and len(offsets) == 2
-            and all(isinstance(o, int) and not isinstance(o, bool) for o in offsets)
-            and 0 <= offsets[0] <= offsets[1]):
+    if (type(offsets) is list and len(offsets) == 2 and type(offsets[0]) is int
+            and type(offsets[1]) is int and 0 <= offsets[0] <= offsets[1]):
         return offsets[1]
     return None
+
+
+# For names joined one per line: the first all-digit component of each line, or '' (the
+# optional group keeps exactly one match per line, so results stay aligned with names).
+_FIRST_NUMBER = re.compile(r"^(?:(?:[^.\n]*\.)*?([0-9]+)(?=\.|$))?[^\n]*$", re.M)
+_NUMBER_ML = re.compile(r"(?:(?<=\.)|(?<=\n)|^)[0-9]+(?=\.|\n|$)")
+
+
+def _templates(names: List[str]) -> Tuple[List[str], List[str]]:
+    """Templates and first numbers of many names at once: two C-level regex passes over
+    the joined names instead of a Python loop per tensor (200k+ in a 1T checkpoint)."""
+    joined = "\n".join(names)
+    if any("\n" in name for name in names):  # a name with a newline would break the alignment
+        pairs = [template_of(name) for name in names]
+        return [t for t, _ in pairs], ["" if n is None else str(n) for _, n in pairs]
+    templates = _NUMBER_ML.sub("#", joined).split("\n")
+    firsts = _FIRST_NUMBER.findall(joined)
+    if len(templates) != len(names) or len(firsts) != len(names):  # defensive: never misalign
+        pairs = [template_of(name) for name in names]
+        return [t for t, _ in pairs], ["" if n is None else str(n) for _, n in pairs]
+    return templates, firsts
 
 
 def summarize_header(header: Dict[str, Any]) -> Dict[str, Any]:
     """Groups of (template, dtype, shape) with counts and layer ids; never raises on odd entries."""
     groups = {}  # type: Dict[Tuple[str, str, Tuple[int, ...]], Dict[str, Any]]
-    tensors = 0
     invalid = 0
     data_end = 0
     metadata = None
+    valid = []  # type: List[Tuple[str, Dict[str, Any]]]
     for name, entry in header.items():
         if name == "__metadata__":
             metadata = entry if isinstance(entry, dict) else None
             continue
-        if not isinstance(entry, dict) or not isinstance(entry.get("dtype"), str) \
+        if type(entry) is not dict or type(entry.get("dtype")) is not str \
                 or not _valid_shape(entry.get("shape")):
             invalid += 1
             continue
@@ -114,23 +137,25 @@ def summarize_header(header: Dict[str, Any]) -> Dict[str, Any]:
         if end is None:
             invalid += 1
             continue
-        data_end = max(data_end, end)
-        tensors += 1
-        template, layer = template_of(name)
+        if end > data_end:
+            data_end = end
+        valid.append((name, entry))
+    templates, firsts = _templates([name for name, _ in valid])
+    for (_name, entry), template, first in zip(valid, templates, firsts):
         key = (template, entry["dtype"], tuple(entry["shape"]))
         group = groups.get(key)
         if group is None:
             group = groups[key] = {"template": template, "dtype": entry["dtype"],
                                    "shape": list(entry["shape"]), "count": 0, "layer_ids": set()}
         group["count"] += 1
-        if layer is not None:
-            group["layer_ids"].add(layer)
+        if first:
+            group["layer_ids"].add(first)
     out = []
     for key in sorted(groups):
         group = groups[key]
-        group["layer_ids"] = sorted(group["layer_ids"])
+        group["layer_ids"] = sorted(int(n) for n in group["layer_ids"])
         out.append(group)
-    return {"groups": out, "tensors": tensors, "invalid": invalid, "data_end": data_end,
+    return {"groups": out, "tensors": len(valid), "invalid": invalid, "data_end": data_end,
             "metadata": common.json_safe(metadata) if metadata is not None else None}
 
 
