@@ -240,5 +240,3 @@ def diff(a: str, b: str, only: tuple[str, ...], as_json: bool, venv: str | None,
         print_human(result)
     return EXIT_OK if result["identical"] else EXIT_FINDINGS
 
-
-COMMANDS = [diff]

@@ -381,5 +381,3 @@ def _run_summary(run: Any, problems: Sequence[Any]) -> dict[str, Any]:
 def _when(ts: float) -> str:
     return datetime.fromtimestamp(ts).astimezone().strftime("%Y-%m-%d %H:%M:%S %Z")
 
-
-COMMANDS = [health, history]

@@ -268,5 +268,3 @@ def models(roots: tuple[str, ...], hf_cache: str | None, venv: str | None, pytho
     failures = [r.error.exit_code for r in results if r.error is not None]
     return max(failures) if failures else 0
 
-
-COMMANDS = [models]

@@ -209,5 +209,3 @@ def print_checklist(checks: list[Check], target: dict[str, Any], console: Consol
     counts = {s: sum(1 for c in checks if c.status == s) for s in ("pass", "warn", "fail")}
     console.print(f"{verdict}: {counts['pass']} passed, {counts['warn']} warnings, {counts['fail']} failed")
 
-
-COMMANDS = [preflight]

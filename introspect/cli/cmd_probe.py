@@ -8,7 +8,7 @@ import os
 import sys
 import threading
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
@@ -21,13 +21,14 @@ from introspect.cli.connect import (
     known_hosts_for,
     load_inventory_for,
 )
-from introspect.cli.render import print_report
 from introspect.errors import InputError, IntrospectError, ModelPathError, UsageError
 from introspect.fleet import FleetMonitor, run_fleet
-from introspect.inventory import HostEntry, InventoryError, select_hosts
 from introspect.models import is_repo_id, resolve_model, snapshot_remote_code_finding
 from introspect.probe import ProbeOptions, gather, interpreter
 from introspect.transport.base import Executor
+
+if TYPE_CHECKING:
+    from introspect.inventory import HostEntry
 
 
 def write_json(path: str, data: Any) -> None:
@@ -44,6 +45,8 @@ def emit(profile: dict[str, Any], *, as_json: bool, output: str | None) -> None:
     if as_json:
         click.echo(json.dumps(profile, indent=2))
     else:
+        from introspect.cli.render import print_report  # rich only for the human report
+
         print_report(profile)
 
 
@@ -167,6 +170,9 @@ def probe(as_json: bool, output: str | None, save_raw: str | None, all_hosts: bo
 def probe_fleet(settings: ProbeSettings, flags: ConnectionFlags, only: tuple[str, ...], tags: tuple[str, ...],
                 parallel: int | None, *, as_json: bool, output: str | None) -> int:
     """The same probe on many inventory hosts: one connection each, a bounded staggered pool."""
+    from introspect.cli.render import print_report
+    from introspect.inventory import InventoryError, select_hosts
+
     inventory = load_inventory_for(flags.hosts_file, required=True)
     assert inventory is not None
     try:

@@ -11,16 +11,18 @@ import os
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from introspect.errors import UsageError
-from introspect.inventory import HostEntry, Inventory, InventoryError, load_inventory
 from introspect.transport.base import Executor
-from introspect.transport.hostkeys import KnownHosts
 from introspect.transport.local import LocalExecutor
-from introspect.transport.ssh import SSHExecutor, SSHTarget
+
+if TYPE_CHECKING:  # imported where used: a local probe never pays for paramiko, fabric or yaml
+    from introspect.inventory import HostEntry, Inventory
+    from introspect.transport.hostkeys import KnownHosts
+    from introspect.transport.ssh import SSHTarget
 
 
 def connection_options(func: Callable[..., Any]) -> Callable[..., Any]:
@@ -83,6 +85,8 @@ def load_inventory_for(flags_file: str | None, *, required: bool = False) -> Inv
         if required:
             raise UsageError("no inventory: pass --hosts FILE", hint="see hosts.yaml in the README")
         return None
+    from introspect.inventory import InventoryError, load_inventory
+
     try:
         return load_inventory(path)
     except InventoryError as exc:
@@ -98,6 +102,8 @@ def find_entry(inventory: Inventory | None, name: str | None) -> HostEntry | Non
 
 
 def ssh_target(flags: ConnectionFlags, entry: HostEntry | None, inventory: Inventory | None) -> SSHTarget:
+    from introspect.transport.ssh import SSHTarget
+
     # Inventory defaults belong to inventory entries; a plain address uses ssh_config only.
     defaults = inventory.defaults if inventory and entry else None
     host = entry.address if entry else flags.host
@@ -120,6 +126,8 @@ def ssh_target(flags: ConnectionFlags, entry: HostEntry | None, inventory: Inven
 
 
 def known_hosts_for(flags: ConnectionFlags, inventory: Inventory | None) -> KnownHosts:
+    from introspect.transport.hostkeys import KnownHosts
+
     path = flags.known_hosts or (inventory.defaults.known_hosts if inventory else None)
     return KnownHosts(_expand(path), accept_new=flags.accept_new)
 
@@ -133,6 +141,8 @@ def executor_for(flags: ConnectionFlags, inventory: Inventory | None,
     """The executor for ``--host`` (SSH), or the local one when no host is given."""
     if not flags.host:
         return LocalExecutor(), None
+    from introspect.transport.ssh import SSHExecutor
+
     entry = find_entry(inventory, flags.host)
     target = ssh_target(flags, entry, inventory)
     return SSHExecutor(target, known_hosts or known_hosts_for(flags, inventory)), entry

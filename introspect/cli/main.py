@@ -7,6 +7,7 @@ and its exit code returned. ``--debug`` shows the traceback instead.
 
 from __future__ import annotations
 
+import importlib
 import logging
 import sys
 
@@ -14,8 +15,32 @@ import click
 
 from introspect.errors import EXIT_USAGE, IntrospectError
 
+# command name -> "module:attribute". Commands are imported only when used, so that
+# `introspect probe` does not pay for importing health, preflight, prometheus_client...
+LAZY_COMMANDS = {
+    "probe": "introspect.cli.cmd_probe:probe",
+    "profile": "introspect.cli.cmd_probe:profile_cmd",
+    "health": "introspect.cli.cmd_health:health",
+    "history": "introspect.cli.cmd_health:history",
+    "preflight": "introspect.cli.cmd_preflight:preflight",
+    "models": "introspect.cli.cmd_models:models",
+    "diff": "introspect.cli.cmd_diff:diff",
+}
 
-@click.group(context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
+
+class LazyGroup(click.Group):
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted(LAZY_COMMANDS)
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        target = LAZY_COMMANDS.get(cmd_name)
+        if target is None:
+            return None
+        module_name, attribute = target.split(":")
+        return getattr(importlib.import_module(module_name), attribute)
+
+
+@click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
 @click.option("--debug", is_flag=True, help="Show tracebacks and remote stderr.")
 @click.version_option(package_name="introspect")
 @click.pass_context
@@ -23,24 +48,6 @@ def cli(ctx: click.Context, debug: bool) -> None:
     """Remote model introspection over SSH: architecture, experts, tokenizer and venv health."""
     ctx.ensure_object(dict)
     ctx.obj["debug"] = debug
-
-
-def _register() -> None:
-    # Imported here so that `introspect --help` stays fast and each command lives in its own module.
-    from introspect.cli import cmd_probe
-
-    cli.add_command(cmd_probe.probe)
-    cli.add_command(cmd_probe.profile_cmd)
-    for module_name in ("cmd_health", "cmd_preflight", "cmd_models", "cmd_diff"):
-        try:
-            module = __import__(f"introspect.cli.{module_name}", fromlist=["COMMANDS"])
-        except ModuleNotFoundError:
-            continue
-        for command in getattr(module, "COMMANDS", ()):
-            cli.add_command(command)
-
-
-_register()
 
 
 def _debug_requested(argv: list[str]) -> bool:

@@ -269,6 +269,7 @@ def main(envelope: Dict[str, Any], boot: str) -> None:
         _watch_stdin(lambda: os._exit(70))
         reply = _run_task(task, envelope.get("request") or {})
     reply["python"] = {"version": list(sys.version_info[:3]), "executable": sys.executable}
+    reply["probe_version"] = envelope.get("probe_version")
     _emit(out, reply)
     sys.stderr.flush()
     # Leave now: a collector thread stuck on a dead NFS mount must not hold the exit.

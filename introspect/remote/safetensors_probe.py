@@ -35,8 +35,8 @@ counts), plus OS error types from common (``not-found``, ``permission-denied``,
 from __future__ import annotations
 
 import json
-import re
 import os
+import re
 import struct
 import threading
 from concurrent.futures import ThreadPoolExecutor

@@ -16,6 +16,7 @@ import shlex
 from importlib import resources
 from typing import Any
 
+from introspect import __version__
 from introspect.errors import ProtocolError
 from introspect.remote import runner
 
@@ -74,8 +75,8 @@ def command_line(python: str) -> str:
 
 def envelope(task: str, request: dict[str, Any], *, isolate: bool = False,
              timeout: float | None = None) -> bytes:
-    body = {"protocol": PROTOCOL, "task": task, "request": request, "isolate": isolate,
-            "timeout": timeout, "sources": remote_sources()}
+    body = {"protocol": PROTOCOL, "probe_version": __version__, "task": task, "request": request,
+            "isolate": isolate, "timeout": timeout, "sources": remote_sources()}
     return json.dumps(body).encode("utf-8") + b"\n"
 
 
