@@ -360,3 +360,19 @@ def test_banner_timeout_is_its_own_deadline(client_keys, kimi_model):
         for conn in held:
             conn.close()
         listener.close()
+
+
+def test_no_remote_code_never_runs_the_models_code(sshd, client_keys, kimi_model, venv_full, tmp_path):
+    pidfile = tmp_path / "pids"
+    model = tokenizer_model(kimi_model, tmp_path / "coded-model", "pass", pidfile)
+    result = run_cli(*probe_args(sshd, client_keys, model, venv_full, "--no-remote-code", "--json"))
+    assert "Traceback" not in result.stderr
+    profile = result.json()
+    assert not pidfile.exists(), "--no-remote-code ran the model's tokenizer code"
+    assert any(f["code"] == "remote-code-disabled" for f in profile["findings"])
+    # The code it would have run is listed, pinned by sha256.
+    code_files = {c["file"]: c["sha256"] for c in profile["files"]["custom_code"]}
+    assert len(code_files["fault_tokenizer.py"]) == 64
+    # With remote code allowed, the same model's code does run (the marker proves the test can fail).
+    allowed = run_cli(*probe_args(sshd, client_keys, model, venv_full, "--json"))
+    assert allowed.code in (0, 1) and pidfile.exists()
