@@ -25,6 +25,18 @@ def probe_args(server, client, model, venv, *extra: str, known_hosts: Path | Non
             "--venv", str(venv), *extra]
 
 
+def start_while_tokenizer_hangs(args: list[str], pidfile: Path) -> subprocess.Popen:
+    """Start the CLI in the background and return once the remote tokenizer is hanging."""
+    proc = subprocess.Popen([sys.executable, "-m", "introspect.cli.main", *args], stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, cwd=NEUTRAL_CWD,
+                            env=dict(os.environ, PYTHONPATH=str(REPO)))
+    deadline = time.monotonic() + 30
+    while not pidfile.exists() and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert pidfile.exists(), "the tokenizer never started"
+    return proc
+
+
 # -- network and authentication ------------------------------------------------------------------
 
 def test_port_closed(client_keys, kimi_model, venv_full):
@@ -108,14 +120,8 @@ def test_tokenizer_process_killed_by_signal(sshd, client_keys, kimi_model, venv_
 def test_sshd_killed_mid_probe(own_sshd, client_keys, kimi_model, venv_full, tmp_path):
     pidfile = tmp_path / "pids"
     model = tokenizer_model(kimi_model, tmp_path / "slow-model", "time.sleep(10**6)", pidfile)
-    argv = [sys.executable, "-m", "introspect.cli.main",
-            *probe_args(own_sshd, client_keys, model, venv_full, "--timeout", "60", "--json")]
-    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=NEUTRAL_CWD,
-                            env=dict(os.environ, PYTHONPATH=str(REPO)))
-    deadline = time.monotonic() + 30
-    while not pidfile.exists() and time.monotonic() < deadline:
-        time.sleep(0.1)
-    assert pidfile.exists(), "the tokenizer never started"
+    proc = start_while_tokenizer_hangs(probe_args(own_sshd, client_keys, model, venv_full, "--timeout", "60",
+                                                 "--json"), pidfile)
     own_sshd.kill()
     out, err = proc.communicate(timeout=60)
     assert proc.returncode == 3, (out[-1000:], err[-2000:])
@@ -130,13 +136,8 @@ def test_sshd_killed_mid_probe(own_sshd, client_keys, kimi_model, venv_full, tmp
 def test_interrupt_stops_remote_work(sshd, client_keys, kimi_model, venv_full, tmp_path):
     pidfile = tmp_path / "pids"
     model = tokenizer_model(kimi_model, tmp_path / "slow-model", "time.sleep(10**6)", pidfile)
-    argv = [sys.executable, "-m", "introspect.cli.main",
-            *probe_args(sshd, client_keys, model, venv_full, "--timeout", "60")]
-    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=NEUTRAL_CWD,
-                            env=dict(os.environ, PYTHONPATH=str(REPO)))
-    deadline = time.monotonic() + 30
-    while not pidfile.exists() and time.monotonic() < deadline:
-        time.sleep(0.1)
+    proc = start_while_tokenizer_hangs(probe_args(sshd, client_keys, model, venv_full, "--timeout", "60"),
+                                       pidfile)
     proc.send_signal(signal.SIGINT)
     _out, err = proc.communicate(timeout=30)
     assert proc.returncode == 130, err[-2000:]
