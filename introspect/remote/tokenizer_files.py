@@ -74,6 +74,9 @@ _RELATIVE_IMPORT_RE = re.compile(r"^[ \t]*from[ \t]+\.([A-Za-z_][\w.]*)[ \t]+imp
 _TIKTOKEN_LINE_RE = re.compile(rb"^[A-Za-z0-9+/=]+ [0-9]+\r?$")
 
 
+TOKENIZER_JSON_CAP = 64 * 1024 * 1024
+
+
 def collect_tokenizer_files(model_path: str, *, json_cap: int = DEFAULT_JSON_CAP) -> Tuple[Dict[str, Any], List[Dict[str, Any]]]:
     """Every tokenizer fact the raw files of ``model_path`` give; see the module docstring."""
     facts = {
@@ -90,7 +93,9 @@ def collect_tokenizer_files(model_path: str, *, json_cap: int = DEFAULT_JSON_CAP
         ("tokenizer_config.json", lambda: _tokenizer_config(model_path, json_cap, facts, errors)),
         ("special_tokens_map.json", lambda: _special_tokens_map(model_path, json_cap, facts, errors)),
         ("chat_template", lambda: _template_files(model_path, json_cap, facts, errors)),
-        ("tokenizer.json", lambda: _tokenizer_json(model_path, json_cap, facts, errors)),
+        # tokenizer.json is summarised here, never shipped: real ones reach 33 MB (Gemma-3),
+        # so it gets a larger cap than the JSON that travels.
+        ("tokenizer.json", lambda: _tokenizer_json(model_path, max(json_cap, TOKENIZER_JSON_CAP), facts, errors)),
         ("tiktoken", lambda: _vocab_files(model_path, facts, errors)),
         ("remote_code", lambda: _remote_code(model_path, json_cap, facts, errors)),
     )
