@@ -32,6 +32,7 @@ from introspect.analysis.params import ParamEstimate, estimate_params
 from introspect.analysis.quantization import analyze_quantization
 from introspect.analysis.safetensors_count import count_safetensors
 from introspect.analysis.speculative import analyze_speculative
+from introspect.analysis.weights_check import confirm_layers
 
 Finding = dict[str, Any]
 
@@ -215,6 +216,9 @@ def _analyze(
     )
     findings: list[Finding] = []
     arch["params"], arch["mtp"] = _params(estimate, sf, findings)
+    # Per-layer verdicts confirmed by the weights' headers where they can be read off them.
+    arch["confirmed_by_weights"], layer_findings = confirm_layers(arch, safetensors)
+    findings.extend(layer_findings)
     findings.extend(_family_findings(view, model_type, text_type, layout))
     arch["summary"] = _summary(arch, layout)
     return arch, findings

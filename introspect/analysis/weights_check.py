@@ -1,0 +1,94 @@
+"""Confirm per-layer verdicts from config.json against the safetensors headers. Pure.
+
+The shard summaries carry, per tensor-name template, the layer ids it appears in
+(``layer_ids``: the first number of the name). Two structures can be read off
+them without ambiguity across families:
+
+- routed experts: templates with an ``experts.#`` component exist only in MoE
+  layers (DeepSeek/Kimi ``mlp.experts.#``, Mixtral ``block_sparse_moe.experts.#``,
+  Qwen-MoE ...). Fused-expert layouts (gpt-oss ``experts.gate_up_proj``) have no
+  per-expert number and are left unchecked.
+- MLA: ``kv_a_proj_with_mqa`` (the shared KV latent projection) exists only in
+  MLA attention layers (Kimi-Linear puts it in 7 of 27 layers).
+
+Only ids below ``num_layers`` count: DeepSeek-style MTP layers are stored after
+the decoder layers.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+_LAYER_TEMPLATE = re.compile(r"(?:^|\.)layers\.#\.")
+_EXPERT = re.compile(r"\.experts\.#\.")
+
+
+def _layers_with(safetensors: dict[str, Any], marker: re.Pattern[str] | str, limit: int) -> set[int] | None:
+    found: set[int] = set()
+    seen = False
+    for shard in safetensors.get("shards") or []:
+        if not isinstance(shard, dict):
+            continue
+        for group in shard.get("groups") or []:
+            template = group.get("template") if isinstance(group, dict) else None
+            if not isinstance(template, str) or not _LAYER_TEMPLATE.search(template):
+                continue
+            hit = marker.search(template) if isinstance(marker, re.Pattern) else marker in template
+            if hit:
+                seen = True
+                found.update(i for i in group.get("layer_ids") or [] if isinstance(i, int) and 0 <= i < limit)
+    return found if seen else None
+
+
+def _span(ids: set[int]) -> str:
+    ordered = sorted(ids)
+    return ", ".join(map(str, ordered[:12])) + (f" ... ({len(ordered)} layers)" if len(ordered) > 12 else "")
+
+
+def confirm_layers(arch: dict[str, Any], safetensors: Any) -> tuple[dict[str, Any] | None, list[dict[str, Any]]]:
+    """``{moe_layers: bool|None, mla_layers: bool|None}`` and a warning per disagreement."""
+    num_layers = arch.get("num_layers")
+    if not isinstance(safetensors, dict) or not isinstance(num_layers, int) or num_layers <= 0:
+        return None, []
+    layers = arch.get("layers") if isinstance(arch.get("layers"), dict) else {}
+    result: dict[str, Any] = {"moe_layers": None, "mla_layers": None}
+    findings: list[dict[str, Any]] = []
+
+    ffn = layers.get("ffn")
+    stored = _layers_with(safetensors, _EXPERT, num_layers)
+    if stored is not None and isinstance(ffn, list) and len(ffn) == num_layers:
+        expected = {i for i, kind in enumerate(ffn) if kind == "moe"}
+        result["moe_layers"] = stored == expected
+        if stored != expected:
+            findings.append(_disagree("MoE layers", expected, stored))
+
+    attention = arch.get("attention") if isinstance(arch.get("attention"), dict) else {}
+    pattern = layers.get("pattern")
+    stored = _layers_with(safetensors, "kv_a_proj_with_mqa", num_layers)
+    if stored is not None and attention.get("type") == "MLA" and isinstance(pattern, list):
+        expected = {i for i, kind in enumerate(pattern) if isinstance(kind, str) and "attention" in kind
+                    and kind != "linear_attention"}
+        result["mla_layers"] = stored == expected
+        if stored != expected:
+            findings.append(_disagree("MLA attention layers", expected, stored))
+    return result, findings
+
+
+def _disagree(what: str, expected: set[int], stored: set[int]) -> dict[str, Any]:
+    if stored < expected:
+        # Fewer layers than the config says: more likely shards missing than a wrong config.
+        return {
+            "severity": "warning",
+            "code": "weights-layer-mismatch",
+            "message": f"config.json puts {what} at [{_span(expected)}] but the safetensors headers lack "
+                       f"them at [{_span(expected - stored)}]",
+            "fix": "check that every shard is present and readable (an interrupted download?)",
+        }
+    return {
+        "severity": "warning",
+        "code": "weights-layer-mismatch",
+        "message": f"config.json puts {what} at [{_span(expected)}] but the safetensors headers have them at "
+                   f"[{_span(stored)}]",
+        "fix": "check that config.json belongs to these weights (first_k_dense_replace, layer types)",
+    }

@@ -1,0 +1,49 @@
+"""Per-layer verdicts confirmed (or contradicted) by the safetensors headers."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+from introspect.analysis.architecture import analyze_architecture
+
+KIMI_LINEAR = Path(__file__).resolve().parent.parent / "data/realconfigs/kimi-linear-48b-a3b-instruct/config.json"
+
+
+def _shards(groups: list[tuple[str, list[int]]]) -> dict:
+    return {"shards": [{"file": "model.safetensors", "groups": [
+        {"template": t, "dtype": "BF16", "shape": [4, 4], "count": len(ids), "layer_ids": ids}
+        for t, ids in groups]}]}
+
+
+def test_kimi_linear_mla_and_moe_layers_agree_with_the_weights():
+    config = json.loads(KIMI_LINEAR.read_text())
+    mla = [3, 7, 11, 15, 19, 23, 26]  # 0-based; the config's full_attn_layers are 1-based
+    moe = list(range(1, 27))
+    arch, findings = analyze_architecture(config, safetensors=_shards([
+        ("model.layers.#.self_attn.kv_a_proj_with_mqa.weight", mla),
+        ("model.layers.#.mlp.experts.#.w1.weight", moe),
+        ("model.layers.#.mlp.gate_proj.weight", [0]),
+    ]))
+    assert arch["confirmed_by_weights"] == {"moe_layers": True, "mla_layers": True}
+    assert not [f for f in findings if f["code"] == "weights-layer-mismatch"]
+
+
+def test_disagreement_is_a_warning_naming_both_layer_lists():
+    config = json.loads(KIMI_LINEAR.read_text())
+    arch, findings = analyze_architecture(config, safetensors=_shards([
+        ("model.layers.#.self_attn.kv_a_proj_with_mqa.weight", [2, 6, 10, 14, 18, 22, 25]),  # read as 0-based
+        ("model.layers.#.mlp.experts.#.w1.weight", list(range(0, 27))),  # no dense first layer
+    ]))
+    assert arch["confirmed_by_weights"] == {"moe_layers": False, "mla_layers": False}
+    mismatches = [f for f in findings if f["code"] == "weights-layer-mismatch"]
+    assert len(mismatches) == 2 and all(f["severity"] == "warning" for f in mismatches)
+    assert any("[3, 7, 11, 15, 19, 23, 26]" in f["message"] and "[2, 6, 10" in f["message"] for f in mismatches)
+
+
+def test_fused_experts_and_no_headers_are_left_unchecked():
+    config = json.loads(KIMI_LINEAR.read_text())
+    arch, _ = analyze_architecture(config, safetensors=_shards([("model.layers.#.mlp.experts.gate_up_proj", [1])]))
+    assert arch["confirmed_by_weights"] == {"moe_layers": None, "mla_layers": None}
+    arch, _ = analyze_architecture(config)
+    assert arch["confirmed_by_weights"] is None
