@@ -37,6 +37,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import signal
 import struct
 import threading
 from concurrent.futures import ThreadPoolExecutor
@@ -324,6 +325,75 @@ def shard_files(model_path: str) -> Tuple[List[str], Optional[Dict[str, Any]]]:
     return sorted(names), None
 
 
+FORK_MIN_SHARDS = 8  # below this, one interpreter is fast enough
+CHILD_DEADLINE_S = 120
+
+
+def _fork_workers() -> int:
+    if not hasattr(os, "fork"):
+        return 0
+    try:
+        cpus = len(os.sched_getaffinity(0))  # what this process may really use (cgroups, taskset)
+    except (AttributeError, OSError):
+        cpus = os.cpu_count() or 1
+    return min(cpus, 8) if cpus > 1 else 0
+
+
+def _read_in_processes(paths: List[str], max_header: int) -> Optional[List[Dict[str, Any]]]:
+    """Summarise the shards in forked workers, one slice of shards each.
+
+    Summarising a 1T checkpoint's ~200k header entries is pure-Python work that
+    threads cannot spread over cores (the GIL). Forked children inherit the shipped
+    modules (the remote code is served from memory: a spawned interpreter could not
+    import it), summarise their slice and send it back as JSON over a pipe. Returns
+    None, and the caller falls back to threads, when forking is unavailable or any
+    worker fails.
+    """
+    workers = min(_fork_workers(), len(paths))
+    if workers < 2:
+        return None
+    slices = [paths[i::workers] for i in range(workers)]
+    children = []  # type: List[Tuple[int, int]]
+    try:
+        for chunk in slices:
+            read_end, write_end = os.pipe()
+            pid = os.fork()
+            if pid == 0:  # child: summarise, reply, leave without running any parent cleanup
+                status = 1
+                try:
+                    # Bounded even if it wedged: SIGALRM's default action ends the process.
+                    signal.alarm(CHILD_DEADLINE_S)
+                    os.close(read_end)
+                    body = json.dumps([read_shard(p, max_header) for p in chunk]).encode("utf-8")
+                    with os.fdopen(write_end, "wb") as out:
+                        out.write(body)
+                    status = 0
+                finally:
+                    os._exit(status)
+            os.close(write_end)
+            children.append((pid, read_end))
+        results = []  # type: List[Any]
+        for pid, read_end in children:
+            with os.fdopen(read_end, "rb") as reply:
+                data = reply.read()
+            _, status = os.waitpid(pid, 0)
+            if status != 0:
+                return None
+            results.append(json.loads(data.decode("utf-8")))
+    except (OSError, ValueError):
+        for pid, _fd in children:
+            try:
+                os.kill(pid, 9)
+                os.waitpid(pid, 0)
+            except OSError:
+                pass
+        return None
+    by_path = {}  # type: Dict[str, Dict[str, Any]]
+    for chunk, shards in zip(slices, results):
+        by_path.update(zip(chunk, shards))
+    return [by_path[p] for p in paths]
+
+
 def collect_safetensors(model_path: str, *, max_header: int = DEFAULT_MAX_HEADER, workers: int = 8,
                         index_cap: int = INDEX_CAP) -> Tuple[Dict[str, Any], List[Dict[str, Any]]]:
     """Summarised headers of every shard in the model dir. Never raises."""
@@ -349,11 +419,11 @@ def _collect(model_path: str, max_header: int, workers: int, index_cap: int,
     if err is not None:
         errors.append(err)
     paths = [os.path.join(model_path, n) for n in names]
-    if paths:
+    shards = _read_in_processes(paths, max_header) if len(paths) >= FORK_MIN_SHARDS else None
+    if shards is None and paths:
         with ThreadPoolExecutor(max_workers=max(1, min(int(workers), len(paths)))) as pool:
             shards = list(pool.map(lambda p: read_shard(p, max_header), paths))
-    else:
-        shards = []
+    shards = shards or []
     for i, shard in enumerate(shards):  # zip(strict=) is 3.10+; pool.map keeps order
         if shard["error"] is not None:
             errors.append(_err(shard["error"]["type"], "%s: %s" % (shard["file"], shard["error"]["message"]),

@@ -1,0 +1,37 @@
+"""Big checkpoints are summarised in forked workers; the result is the same as one interpreter's."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from introspect.remote import safetensors_probe
+from tests.fixtures.shards import write_kimi_k25_int4_checkpoint
+
+
+@pytest.fixture(scope="module")
+def checkpoint(tmp_path_factory):
+    path = tmp_path_factory.mktemp("ckpt") / "m"
+    write_kimi_k25_int4_checkpoint(path, shards=16)
+    return path
+
+
+def test_forked_workers_give_the_threaded_result(checkpoint, monkeypatch):
+    monkeypatch.setattr(safetensors_probe, "_fork_workers", lambda: 2)
+    forked = safetensors_probe._read_in_processes(
+        sorted(str(p) for p in checkpoint.glob("*.safetensors")), safetensors_probe.DEFAULT_MAX_HEADER)
+    assert forked is not None and len(forked) == 16
+    facts, errors = safetensors_probe.collect_safetensors(str(checkpoint))
+    monkeypatch.setattr(safetensors_probe, "FORK_MIN_SHARDS", 10**9)  # force the threaded path
+    threaded, threaded_errors = safetensors_probe.collect_safetensors(str(checkpoint))
+    assert errors == threaded_errors == []
+    assert json.dumps(facts, sort_keys=True) == json.dumps(threaded, sort_keys=True)
+    assert [s["file"] for s in forked] == [s["file"] for s in threaded["shards"]]
+
+
+def test_no_fork_falls_back_to_threads(checkpoint, monkeypatch):
+    monkeypatch.setattr(safetensors_probe, "_fork_workers", lambda: 0)
+    assert safetensors_probe._read_in_processes([str(checkpoint / "x")] * 8, 1024) is None
+    facts, errors = safetensors_probe.collect_safetensors(str(checkpoint))
+    assert len(facts["shards"]) == 16 and errors == []
