@@ -101,7 +101,9 @@ def _data_end(entry: Dict[str, Any]) -> Optional[int]:
 # For names joined one per line: the first all-digit component of each line, or '' (the
 # optional group keeps exactly one match per line, so results stay aligned with names).
 _FIRST_NUMBER = re.compile(r"^(?:(?:[^.\n]*\.)*?([0-9]+)(?=\.|$))?[^\n]*$", re.M)
-_NUMBER_ML = re.compile(r"(?:(?<=\.)|(?<=\n)|^)[0-9]+(?=\.|\n|$)")
+# A run of digits with '.', a newline or an end on both sides (a single-class lookaround
+# is about twice as fast over 200k names as an alternation of lookbehinds).
+_NUMBER_ML = re.compile(r"(?<![^.\n])[0-9]+(?![^.\n])")
 
 
 def _templates(names: List[str]) -> Tuple[List[str], List[str]]:

@@ -5,6 +5,8 @@ from __future__ import annotations
 import json
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from introspect.remote import safetensors_probe
 from tests.fixtures.shards import write_kimi_k25_int4_checkpoint
@@ -35,3 +37,12 @@ def test_no_fork_falls_back_to_threads(checkpoint, monkeypatch):
     assert safetensors_probe._read_in_processes([str(checkpoint / "x")] * 8, 1024) is None
     facts, errors = safetensors_probe.collect_safetensors(str(checkpoint))
     assert len(facts["shards"]) == 16 and errors == []
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.text(alphabet="ab.0123456789²_\n", min_size=1, max_size=24), min_size=1, max_size=30))
+def test_bulk_templates_equal_one_by_one(names):
+    templates, firsts = safetensors_probe._templates(names)
+    one_by_one = [safetensors_probe.template_of(name) for name in names]
+    assert templates == [t for t, _ in one_by_one]
+    assert [int(f) if f else None for f in firsts] == [n for _, n in one_by_one]
