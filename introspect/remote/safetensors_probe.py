@@ -342,14 +342,21 @@ def _fork_workers() -> int:
 
 
 def _read_in_processes(paths: List[str], max_header: int) -> Optional[List[Dict[str, Any]]]:
-    """Summarise the shards in forked workers, one slice of shards each.
+    """Summarise the shards in forked workers (see :func:`_start_workers`); None to fall back."""
+    return _finish_workers(_start_workers(paths, max_header))
+
+
+Workers = Tuple[List[str], List[List[str]], List[Tuple[int, int]]]  # paths, slices, (pid, pipe)
+
+
+def _start_workers(paths: List[str], max_header: int) -> Optional[Workers]:
+    """Fork workers that summarise one slice of shards each; they run while the caller goes on.
 
     Summarising a 1T checkpoint's ~200k header entries is pure-Python work that
     threads cannot spread over cores (the GIL). Forked children inherit the shipped
     modules (the remote code is served from memory: a spawned interpreter could not
-    import it), summarise their slice and send it back as JSON over a pipe. Returns
-    None, and the caller falls back to threads, when forking is unavailable or any
-    worker fails.
+    import it), summarise their slice and send it back as JSON over a pipe. None when
+    forking is unavailable or fails: the caller then uses threads.
     """
     workers = min(_fork_workers(), len(paths))
     if workers < 2:
@@ -374,26 +381,46 @@ def _read_in_processes(paths: List[str], max_header: int) -> Optional[List[Dict[
                     os._exit(status)
             os.close(write_end)
             children.append((pid, read_end))
-        results = []  # type: List[Any]
+    except OSError:
+        _reap(children, kill=True)
+        return None
+    return paths, slices, children
+
+
+def _finish_workers(handle: Optional[Workers]) -> Optional[List[Dict[str, Any]]]:
+    if handle is None:
+        return None
+    paths, slices, children = handle
+    results = []  # type: List[Any]
+    try:
         for pid, read_end in children:
             with os.fdopen(read_end, "rb") as reply:
                 data = reply.read()
             _, status = os.waitpid(pid, 0)
             if status != 0:
-                return None
+                raise ValueError("worker %d exited with status %d" % (pid, status))
             results.append(json.loads(data.decode("utf-8")))
     except (OSError, ValueError):
-        for pid, _fd in children:
-            try:
-                os.kill(pid, 9)
-                os.waitpid(pid, 0)
-            except OSError:
-                pass
+        _reap(children[len(results):], kill=True)
         return None
     by_path = {}  # type: Dict[str, Dict[str, Any]]
     for chunk, shards in zip(slices, results):
         by_path.update(zip(chunk, shards))
     return [by_path[p] for p in paths]
+
+
+def _reap(children: List[Tuple[int, int]], kill: bool) -> None:
+    for pid, read_end in children:
+        try:
+            os.close(read_end)
+        except OSError:
+            pass
+        try:
+            if kill:
+                os.kill(pid, signal.SIGKILL)
+            os.waitpid(pid, 0)
+        except OSError:
+            pass
 
 
 def collect_safetensors(model_path: str, *, max_header: int = DEFAULT_MAX_HEADER, workers: int = 8,
@@ -417,11 +444,13 @@ def _collect(model_path: str, max_header: int, workers: int, index_cap: int,
         errors.append(_err("too-many-shards", "%d safetensors files; read the first %d" % (len(names), MAX_SHARDS),
                            model_path))
         names = names[:MAX_SHARDS]
+    paths = [os.path.join(model_path, n) for n in names]
+    # Workers start first, so the index (25 MB of JSON for a 1T checkpoint) is read meanwhile.
+    forked = _start_workers(paths, max_header) if len(paths) >= FORK_MIN_SHARDS else None
     facts["index"], err = summarize_index(model_path, index_cap)
     if err is not None:
         errors.append(err)
-    paths = [os.path.join(model_path, n) for n in names]
-    shards = _read_in_processes(paths, max_header) if len(paths) >= FORK_MIN_SHARDS else None
+    shards = _finish_workers(forked)
     if shards is None and paths:
         with ThreadPoolExecutor(max_workers=max(1, min(int(workers), len(paths)))) as pool:
             shards = list(pool.map(lambda p: read_shard(p, max_header), paths))
