@@ -16,15 +16,24 @@ from typing import Any, Dict, Optional, Tuple
 DEFAULT_JSON_CAP = 16 * 1024 * 1024  # bytes; issue 6: big JSON is refused, not read
 
 
-def error(kind: str, message: str, path: Optional[str] = None) -> Dict[str, Any]:
-    """One error record, the shape every probe reports."""
-    out = {"type": kind, "message": message}
+def error(kind: str, message: str, path: Optional[str] = None, probe: Optional[str] = None) -> Dict[str, Any]:
+    """One error record, the shape every probe reports: {probe?, type, message, path?}."""
+    out = {"type": kind, "message": message}  # type: Dict[str, Any]
     if path is not None:
         out["path"] = path
+    if probe is not None:
+        out["probe"] = probe
     return out
 
 
-def _reject_constant(name: str) -> float:
+def tag(record: Dict[str, Any], probe: str) -> Dict[str, Any]:
+    """A copy of an error record (e.g. from a reader here) naming the probe that reports it."""
+    out = dict(record)
+    out["probe"] = probe
+    return out
+
+
+def reject_constant(name: str) -> float:
     # json accepts NaN/Infinity by default; config.json with NaN is malformed data.
     raise ValueError("non-standard JSON constant %s" % name)
 
@@ -62,7 +71,7 @@ def read_json_capped(
     if not text.strip():
         return None, error("malformed-json", "%s is empty" % path, path)
     try:
-        value = json.loads(text, parse_constant=_reject_constant)
+        value = json.loads(text, parse_constant=reject_constant)
     except (ValueError, RecursionError) as exc:
         return None, error("malformed-json", "%s: %s" % (path, exc), path)
     if want_object and not isinstance(value, dict):

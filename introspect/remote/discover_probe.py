@@ -73,10 +73,7 @@ TARGET_SECTIONS = ("dflash_config", "eagle_config", "speculators_config")
 
 
 def _err(kind: str, message: str, path: Optional[str] = None) -> Dict[str, Any]:
-    rec = common.error(kind, message, path)
-    rec["probe"] = PROBE
-    return rec
-
+    return common.error(kind, message, path, probe=PROBE)
 
 def _os_err(exc: OSError, path: str) -> Dict[str, Any]:
     rec = common.os_error(exc, path)

@@ -108,16 +108,10 @@ def is_stdlib(name: str) -> bool:
 
 
 def _err(kind: str, message: str, path: Optional[str] = None) -> Dict[str, Any]:
-    rec = common.error(kind, message, path)
-    rec["probe"] = PROBE
-    return rec
-
+    return common.error(kind, message, path, probe=PROBE)
 
 def _tag(rec: Dict[str, Any]) -> Dict[str, Any]:
-    out = dict(rec)
-    out["probe"] = PROBE
-    return out
-
+    return common.tag(rec, PROBE)
 
 def _short(rec: Optional[Dict[str, Any]]) -> Optional[Dict[str, Any]]:
     """The {type, message} form kept inside facts."""

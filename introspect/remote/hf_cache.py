@@ -29,6 +29,8 @@ import re
 import stat
 from typing import Any, Dict, List, Optional, Tuple
 
+from introspect.remote import common
+
 PROBE = "hf_cache"
 REPO_PREFIX = {"model": "models", "dataset": "datasets", "space": "spaces"}
 MAX_REPOS = 5000        # repo folders read from one cache
@@ -40,10 +42,7 @@ _NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 
 
 def _err(kind: str, message: str, path: Optional[str] = None) -> Dict[str, Any]:
-    rec = {"probe": PROBE, "type": kind, "message": message}  # type: Dict[str, Any]
-    if path is not None:
-        rec["path"] = path
-    return rec
+    return common.error(kind, message, path, probe=PROBE)
 
 
 # --------------------------------------------------------------------------- location

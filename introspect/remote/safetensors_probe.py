@@ -58,10 +58,7 @@ _index_lock = threading.Lock()
 
 
 def _err(kind: str, message: str, path: Optional[str] = None) -> Dict[str, Any]:
-    rec = common.error(kind, message, path)
-    rec["probe"] = PROBE
-    return rec
-
+    return common.error(kind, message, path, probe=PROBE)
 
 # --------------------------------------------------------------------------- header summary
 
@@ -169,7 +166,7 @@ def parse_header(raw: bytes) -> Tuple[Optional[Dict[str, Any]], Optional[Dict[st
     except UnicodeDecodeError as exc:
         return None, {"type": "malformed-header", "message": "header is not UTF-8 (byte %d)" % exc.start}
     try:
-        value = json.loads(text, parse_constant=_reject_constant)
+        value = json.loads(text, parse_constant=common.reject_constant)
     except (ValueError, RecursionError) as exc:
         return None, {"type": "malformed-header", "message": "header is not JSON: %s" % _clip(str(exc))}
     if not isinstance(value, dict):
@@ -178,8 +175,6 @@ def parse_header(raw: bytes) -> Tuple[Optional[Dict[str, Any]], Optional[Dict[st
     return value, None
 
 
-def _reject_constant(name: str) -> float:
-    raise ValueError("non-standard JSON constant %s" % name)
 
 
 def _clip(text: str, limit: int = 300) -> str:
@@ -281,10 +276,7 @@ def summarize_index(model_path: str, cap: int = INDEX_CAP) -> Tuple[Optional[Dic
 
 
 def _tag(rec: Dict[str, Any]) -> Dict[str, Any]:
-    out = dict(rec)
-    out["probe"] = PROBE
-    return out
-
+    return common.tag(rec, PROBE)
 
 def _summarize_index(model_path: str, path: str, cap: int) -> Tuple[Optional[Dict[str, Any]], Optional[Dict[str, Any]]]:
     value, err = common.read_json_capped(path, cap)

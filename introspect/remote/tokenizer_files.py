@@ -57,6 +57,7 @@ from .common import (
     read_text_capped,
     sha256_file,
     sha256_text,
+    tag,
 )
 
 PROBE = "tokenizer_files"
@@ -111,16 +112,10 @@ def collect_tokenizer_files(model_path: str, *, json_cap: int = DEFAULT_JSON_CAP
 
 
 def _err(kind: str, message: str, path: Optional[str] = None) -> Dict[str, Any]:
-    record = error(kind, message, path)
-    record["probe"] = PROBE
-    return record
-
+    return error(kind, message, path, probe=PROBE)
 
 def _tag(record: Dict[str, Any]) -> Dict[str, Any]:
-    record = dict(record)
-    record["probe"] = PROBE
-    return record
-
+    return tag(record, PROBE)
 
 def _present(path: str) -> bool:
     # lexists: a dangling link or a symlink loop is a present-but-broken file to report.
