@@ -112,15 +112,6 @@ def discover(executor: Executor, python: str, roots: list[str] | tuple[str, ...]
     return list(discover_facts(executor, python, roots, **options).get("models") or [])
 
 
-def collect_hashes(executor: Executor, python: str, model_path: str, *, json_cap: int,
-                   timeout: float = 60.0) -> tuple[dict[str, Any] | None, list[dict[str, Any]]]:
-    """File hashes of one model dir through the "discover" task's hashes mode (for diff)."""
-    reply = executor.run_python(python, "discover", {"mode": "hashes", "model_path": model_path,
-                                                     "json_cap": json_cap}, timeout=timeout)
-    facts = reply.facts if isinstance(reply.facts, dict) else {}
-    return facts.get("hashes"), list(reply.errors)
-
-
 # --------------------------------------------------------------------------- summary
 
 
@@ -250,7 +241,6 @@ def _is_snapshot(files: dict[str, Any]) -> bool:
 
 __all__ = [
     "DEFAULT_ROOTS",
-    "collect_hashes",
     "discover",
     "discover_facts",
     "is_repo_id",

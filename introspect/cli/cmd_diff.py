@@ -19,7 +19,8 @@ from typing import Any
 import click
 
 from introspect.analysis.diff import GROUPS, diff_profiles
-from introspect.analysis.profile import PROFILE_SCHEMA, build_profile
+from introspect.analysis.profile import PROFILE_SCHEMA
+from introspect.cli.cmd_probe import DEFAULT_DEADLINE_S, ProbeSettings, probe_target
 from introspect.cli.connect import (
     ConnectionFlags,
     connection_options,
@@ -29,8 +30,7 @@ from introspect.cli.connect import (
 )
 from introspect.errors import EXIT_FINDINGS, EXIT_OK, InputError, IntrospectError, ModelPathError, UsageError
 from introspect.inventory import Inventory
-from introspect.models import collect_hashes, is_repo_id, resolve_model
-from introspect.probe import ProbeOptions, gather, interpreter
+from introspect.models import is_repo_id
 from introspect.transport.hostkeys import KnownHosts
 
 _SHA_RE = re.compile(r"^[0-9a-f]{64}$")
@@ -97,38 +97,17 @@ def load_profile(path: str) -> dict[str, Any]:
 
 def live_profile(side: Side, flags: ConnectionFlags, inventory: Inventory | None, known_hosts: KnownHosts,
                  opts: LiveOptions) -> dict[str, Any]:
-    """Probe one live target (resolving a hub id first) and build its profile, file hashes included."""
+    """Probe one live target (resolving a hub id first) exactly as `introspect probe` does;
+    the profile carries the file hashes the diff compares."""
     executor, entry = executor_for(dataclasses.replace(flags, host=side.host), inventory, known_hosts)
-    venv = opts.venv or (entry.venvs[0].path if entry is not None and entry.venvs and not opts.python else None)
-    python = interpreter(opts.python, venv)
-    remote_code = opts.remote_code and (entry.remote_code if entry is not None else True)
-    with executor:
-        executor.connect()
-        path = side.path or ""
-        if side.repo_id:
-            path, _facts = resolve_model(executor, python, side.repo_id, opts.files_timeout, cache_dir=opts.hf_cache)
-        options = ProbeOptions(model_path=path, python=opts.python or "python3", venv=venv,
-                               tokenizer_timeout=opts.timeout, files_timeout=opts.files_timeout,
-                               remote_code=remote_code, load_tokenizer=opts.load_tokenizer, json_cap=opts.json_cap)
-        target = _target(executor, python, venv, path)
-        raw = gather(executor, options, target)
-        _check_raw(side, raw)
-        if raw.get("hashes") is None:
-            # Until the "model" task carries the hashes section itself, ask for it separately.
-            raw["hashes"], errors = collect_hashes(executor, python, path, json_cap=opts.json_cap,
-                                                   timeout=opts.files_timeout)
-            raw["errors"].extend(errors)
-    profile = build_profile(raw)
-    files = profile.setdefault("files", {})
-    if files.get("hashes") is None:
-        files["hashes"] = raw.get("hashes")
-    return profile
-
-
-def _target(executor: Any, python: str, venv: str | None, path: str) -> dict[str, Any]:
-    ssh = getattr(executor, "target", None)
-    return {"host": getattr(ssh, "host", None), "port": getattr(ssh, "port", None),
-            "user": getattr(ssh, "user", None), "python": python, "venv": venv, "model_path": path}
+    settings = ProbeSettings(
+        model=side.repo_id or side.path or "", venv=opts.venv, python_exe=opts.python, timeout=opts.timeout,
+        files_timeout=opts.files_timeout, no_remote_code=not opts.remote_code,
+        no_tokenizer=not opts.load_tokenizer, max_json_bytes=opts.json_cap, hf_cache=opts.hf_cache,
+        refresh=False, no_cache=True, deadline=DEFAULT_DEADLINE_S)
+    outcome = probe_target(settings, executor, entry)
+    _check_raw(side, outcome.raw)
+    return outcome.profile
 
 
 def _check_raw(side: Side, raw: dict[str, Any]) -> None:

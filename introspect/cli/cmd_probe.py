@@ -50,6 +50,9 @@ def emit(profile: dict[str, Any], *, as_json: bool, output: str | None) -> None:
         print_report(profile)
 
 
+DEFAULT_DEADLINE_S = 300.0
+
+
 @dataclasses.dataclass(frozen=True)
 class ProbeSettings:
     """What to probe and how, independent of where (one host, the local machine, a fleet)."""
@@ -142,7 +145,7 @@ def probe_target(settings: ProbeSettings, executor: Executor, entry: HostEntry |
               "(default: HF_HUB_CACHE, HF_HOME/hub, ~/.cache/huggingface/hub there).")
 @click.option("--refresh", is_flag=True, help="Ignore the local result cache and probe afresh.")
 @click.option("--no-cache", is_flag=True, help="Neither read nor write the local result cache.")
-@click.option("--deadline", type=click.FloatRange(min=1), default=300.0, show_default=True,
+@click.option("--deadline", type=click.FloatRange(min=1), default=DEFAULT_DEADLINE_S, show_default=True,
               help="Seconds for the whole run on one host; past it remote probes are stopped.")
 @click.option("--all-hosts", is_flag=True, help="Fleet mode: probe the model on every inventory host.")
 @click.option("--only", multiple=True, help="Fleet mode: these inventory hosts (repeat or comma-separate).")
