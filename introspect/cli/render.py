@@ -107,13 +107,13 @@ def architecture_section(profile: dict[str, Any]) -> Table:
     for question, key, group in FIVE_QUESTIONS:
         if summary.get(key):
             table.add_row(question, escape(str(summary[key])) + _evidence(arch, group))
+    # The rows below add the numbers; those the plain-words answers already give are
+    # shown only when a summary is missing (e.g. a profile from an older version).
     kinds = _d(layers.get("kinds"))
-    if kinds:
+    if not summary.get("mixers"):
         mix = ", ".join(f"{count} {kind}" for kind, count in kinds.items())
         pure = "pure attention" if layers.get("pure_attention") else "hybrid / non-attention"
-        _row(table, "layers", f"{arch.get('num_layers')} ({mix}; {pure})")
-    else:
-        _row(table, "layers", arch.get("num_layers"))
+        _row(table, "layers", f"{arch.get('num_layers')} ({mix}; {pure})" if kinds else arch.get("num_layers"))
     if attn:
         heads = f"{attn.get('num_heads')} heads, {attn.get('num_kv_heads')} KV heads, head_dim {attn.get('head_dim')}"
         _row(table, "attention", f"{attn.get('type')}: {heads}")
@@ -125,7 +125,7 @@ def architecture_section(profile: dict[str, Any]) -> Table:
     _row(table, "hidden size", arch.get("hidden_size"))
     _row(table, "vocab (embedding)", arch.get("vocab_size"))
     _row(table, "max context", arch.get("max_context"))
-    if params:
+    if params and not summary.get("size"):
         _row(table, "parameters", f"{human_count(params.get('total'))} total, {human_count(params.get('active'))} "
              f"active per token (from {params.get('source')})")
     kv = _d(arch.get("kv_cache"))
@@ -134,7 +134,7 @@ def architecture_section(profile: dict[str, Any]) -> Table:
              + (f", {human_bytes(kv.get('state_bytes_per_sequence'))} fixed state per sequence"
                 if kv.get("state_bytes_per_sequence") else ""))
     spec = _d(arch.get("speculative"))
-    if spec:
+    if spec and not summary.get("speculative"):
         drafters = ", ".join(str(_d(d).get("path")) for d in spec.get("drafters") or []) or "none found"
         _row(table, "speculative", f"MTP layers {spec.get('mtp_layers') or 0}; drafters: {drafters}")
     return table
