@@ -41,6 +41,13 @@ def interpreter(python: str | None, venv: str | None) -> str:
     return python or "python3"
 
 
+def target_of(executor: Executor, python: str, venv: str | None, model_path: str) -> dict[str, Any]:
+    """The ``target`` block of a profile or report: where, under which interpreter, what."""
+    ssh = getattr(executor, "target", None)  # SSHTarget for SSH, absent for the local executor
+    return {"host": getattr(ssh, "host", None), "port": getattr(ssh, "port", None),
+            "user": getattr(ssh, "user", None), "python": python, "venv": venv, "model_path": model_path}
+
+
 def _error_record(task: str, exc: IntrospectError) -> dict[str, Any]:
     record = {"probe": task, "type": type(exc).__name__, "message": exc.message, "hint": exc.hint,
               "stage": exc.stage}

@@ -34,7 +34,7 @@ from introspect.errors import (
     ModelPathError,
     UsageError,
 )
-from introspect.probe import interpreter
+from introspect.probe import interpreter, target_of
 from introspect.transport.base import Executor
 
 SCHEMA = "introspect.preflight/v1"
@@ -92,10 +92,8 @@ def preflight(model: str, venv: str | None, python_exe: str | None, endpoint: st
                           light_timeout=2 * endpoint_timeout + LIGHT_GRACE_S)
     _require_model_dir(evidence, model)
     checks = evaluate(evidence, min_free_gb=min_free_gb, pip=pip_command(venv, python_exe), model_path=model)
-    target = {"host": getattr(getattr(executor, "target", None), "host", None),
-              "port": getattr(getattr(executor, "target", None), "port", None),
-              "python": python, "venv": venv, "model_path": model, "endpoint": request["endpoint"],
-              "output_dir": output_dir}
+    target = target_of(executor, python, venv, model) | {"endpoint": request["endpoint"],
+                                                          "output_dir": output_dir}
     report = build_report(checks, evidence, target)
     if as_json:
         click.echo(json.dumps(report, indent=2, default=str))

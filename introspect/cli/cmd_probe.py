@@ -24,7 +24,7 @@ from introspect.cli.connect import (
 from introspect.errors import InputError, IntrospectError, ModelPathError, UsageError
 from introspect.fleet import FleetMonitor, run_fleet
 from introspect.models import is_repo_id, resolve_model, snapshot_remote_code_finding
-from introspect.probe import ProbeOptions, gather, interpreter
+from introspect.probe import ProbeOptions, gather, interpreter, target_of
 from introspect.transport.base import Executor
 
 if TYPE_CHECKING:
@@ -97,9 +97,7 @@ def probe_target(settings: ProbeSettings, executor: Executor, entry: HostEntry |
                                tokenizer_timeout=settings.timeout, files_timeout=settings.files_timeout,
                                remote_code=remote_code, load_tokenizer=not settings.no_tokenizer,
                                json_cap=settings.max_json_bytes)
-        ssh = getattr(executor, "target", None)
-        target = {"host": getattr(ssh, "host", None), "port": getattr(ssh, "port", None),
-                  "user": getattr(ssh, "user", None), "python": python, "venv": venv, "model_path": model}
+        target = target_of(executor, python, venv, model)
         cache = None if settings.no_cache else ProbeCache()
         # The whole-run deadline: past it every channel is closed, which makes the remote
         # watchdogs kill their tasks; whatever finished is kept.
