@@ -26,6 +26,25 @@ DEFAULT_TOKENIZER_TIMEOUT = 120.0  # seconds for the isolated tokenizer load
 WRAPPER_TEXT_CONFIG_KEYS = ("text_config", "llm_config", "language_config", "language_model_config",
                             "thinker_config", "text_model")
 
+# Import name -> the distribution pip installs, where the two differ (or where the
+# import name alone is ambiguous). The one table every ``fix:`` line is written from.
+MODULE_DISTRIBUTIONS = {
+    "google.protobuf": "protobuf", "google": "protobuf", "yaml": "pyyaml", "PIL": "pillow",
+    "cv2": "opencv-python", "sklearn": "scikit-learn", "skimage": "scikit-image", "bs4": "beautifulsoup4",
+    "attr": "attrs", "dateutil": "python-dateutil", "Crypto": "pycryptodome", "OpenSSL": "pyopenssl",
+    "magic": "python-magic", "dotenv": "python-dotenv", "jwt": "pyjwt", "serial": "pyserial", "zmq": "pyzmq",
+    "git": "gitpython", "fitz": "pymupdf", "docx": "python-docx", "flash_attn": "flash-attn",
+    "vllm_flash_attn": "vllm-flash-attn", "mistral_common": "mistral-common",
+    "compressed_tensors": "compressed-tensors", "qwen_vl_utils": "qwen-vl-utils", "jinja": "jinja2",
+    "Jinja2": "jinja2", "SentencePiece": "sentencepiece",
+}
+
+
+def distribution_for(module: str) -> str:
+    """The pip distribution that provides ``module`` (a dotted import name)."""
+    top = module.split(".")[0]
+    return MODULE_DISTRIBUTIONS.get(module) or MODULE_DISTRIBUTIONS.get(top) or top
+
 
 def as_dict(value: Any) -> Dict[str, Any]:
     """``value`` when it is a dict, else ``{}``: raw facts may be malformed or missing."""
