@@ -90,7 +90,7 @@ def error_record(kind: str, message: str, path: Optional[str] = None,
     return out
 
 
-class Target(TypedDict, total=False):
+class TargetBlock(TypedDict, total=False):
     """The ``target`` block of raw facts and profiles: where, under which interpreter, what."""
 
     scheme: str
@@ -110,7 +110,7 @@ class RawFacts(TypedDict, total=False):
     """
 
     schema: str
-    target: Target
+    target: TargetBlock
     errors: List[ErrorRecord]
     fatal: Optional[Dict[str, Any]]
     options: Dict[str, Any]
