@@ -12,7 +12,9 @@ from __future__ import annotations
 from typing import Any
 
 from introspect.analysis.config_view import ConfigView, positive
-from introspect.analysis.layers import SLIDING, SSM_ONLY_FAMILIES, LayerLayout
+from introspect.analysis.families import Family
+from introspect.analysis.kinds import SLIDING
+from introspect.analysis.layers import LayerLayout
 
 HEAD_KEYS = ("num_attention_heads", "n_head", "n_heads", "num_heads", "attention_heads")
 KV_HEAD_KEYS = (
@@ -47,11 +49,9 @@ def empty_attention() -> dict[str, Any]:
     }
 
 
-def _kv_heads(view: ConfigView, model_type: str | None, heads: int) -> int:
+def _kv_heads(view: ConfigView, family: Family, heads: int) -> int:
     multi_query = view.get_bool("multi_query")
-    if model_type in ("falcon", "RefinedWeb", "RefinedWebModel") and view.get_bool(
-        "new_decoder_architecture"
-    ):
+    if family.new_decoder_kv and view.get_bool("new_decoder_architecture"):
         # Falcon-40B/180B: grouped KV heads in num_kv_heads, multi_query ignored.
         return positive(view.get_int(*KV_HEAD_KEYS)) or heads
     if multi_query:
@@ -59,16 +59,16 @@ def _kv_heads(view: ConfigView, model_type: str | None, heads: int) -> int:
     return positive(view.get_int(*KV_HEAD_KEYS)) or heads
 
 
-def analyze_attention(view: ConfigView, model_type: str | None, layout: LayerLayout) -> dict[str, Any]:
+def analyze_attention(view: ConfigView, family: Family, layout: LayerLayout) -> dict[str, Any]:
     """The ``architecture.attention`` section."""
     out = empty_attention()
     if layout.pattern and layout.attention_layers == 0:
         return out  # pure SSM (or all-linear): no softmax attention anywhere
-    if not layout.pattern and model_type in SSM_ONLY_FAMILIES:
+    if not layout.pattern and family.ssm_only:
         return out
 
     # Mamba-2 configs call their SSM heads num_heads: never read that as attention.
-    keys = HEAD_KEYS if model_type not in SSM_ONLY_FAMILIES else HEAD_KEYS[:3]
+    keys = HEAD_KEYS if not family.ssm_only else HEAD_KEYS[:3]
     heads = positive(view.get_int(*keys))
     kv_lora = positive(view.get_int("kv_lora_rank"))
     hidden = hidden_size(view)
@@ -87,7 +87,7 @@ def analyze_attention(view: ConfigView, model_type: str | None, layout: LayerLay
         # The query/key head width is nope + rope; a top-level head_dim (Kimi-Linear's 72) is legacy.
         out["head_dim"] = (nope or 0) + (rope or 0) or None
     elif heads is not None:
-        kv = min(_kv_heads(view, model_type, heads), heads)
+        kv = min(_kv_heads(view, family, heads), heads)
         out["num_heads"] = heads
         out["num_kv_heads"] = kv
         head_dim = positive(view.get_int(*HEAD_DIM_KEYS))

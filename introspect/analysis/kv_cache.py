@@ -13,9 +13,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from introspect.analysis.config_view import ConfigView, positive
-from introspect.analysis.layers import FULL, GDN, KDA, MAMBA, MAMBA2, SLIDING, LayerLayout
-from introspect.analysis.params import mamba1_dims, mamba2_dims
+from introspect.analysis.config_view import ConfigView
+from introspect.analysis.kinds import FULL, SLIDING
+from introspect.analysis.layers import LayerLayout
+from introspect.analysis.mixers import ATTENTION_KINDS, attention_kv_elements, state_elements
 
 DTYPE_BYTES = {
     "float32": 4,
@@ -41,55 +42,21 @@ def model_dtype(view: ConfigView) -> str | None:
     return raw.lower().removeprefix("torch.")
 
 
-def _attention_elements(attention: dict[str, Any]) -> int:
-    if attention.get("type") == "MLA":
-        return (attention.get("kv_lora_rank") or 0) + (attention.get("qk_rope_head_dim") or 0)
-    kv_heads, head_dim = attention.get("num_kv_heads") or 0, attention.get("head_dim") or 0
-    v_dim = attention.get("v_head_dim") or head_dim
-    return kv_heads * (head_dim + v_dim)
-
-
-def _state_elements(view: ConfigView, kind: str, hidden: int | None) -> int:
-    """Fixed per-sequence state of one recurrent layer (conv window + recurrent matrix)."""
-    if kind == GDN:
-        nk = positive(view.get_int("linear_num_key_heads")) or 16
-        nv = positive(view.get_int("linear_num_value_heads")) or 32
-        dk = positive(view.get_int("linear_key_head_dim")) or 128
-        dv = positive(view.get_int("linear_value_head_dim")) or 128
-        conv = positive(view.get_int("linear_conv_kernel_dim")) or 4
-        return (2 * nk * dk + nv * dv) * (conv - 1) + nv * dk * dv
-    if kind == KDA:
-        sub = view.sub("linear_attn_config")
-        heads = (sub.get_int("num_heads") if sub else None) or 32
-        dim = (sub.get_int("head_dim") if sub else None) or 128
-        conv = (sub.get_int("short_conv_kernel_size") if sub else None) or 4
-        return 3 * heads * dim * (conv - 1) + heads * dim * dim
-    if hidden is None:
-        return 0
-    if kind == MAMBA:
-        d_inner, d_state, d_conv, _ = mamba1_dims(view, hidden)
-        return d_inner * (d_conv - 1) + d_inner * d_state
-    if kind == MAMBA2:
-        d_inner, groups, d_state, _, d_conv = mamba2_dims(view, hidden)
-        return (d_inner + 2 * groups * d_state) * (d_conv - 1) + d_inner * d_state
-    return 0
-
-
 def analyze_kv_cache(
     view: ConfigView, layout: LayerLayout, attention: dict[str, Any], hidden: int | None
 ) -> dict[str, Any]:
     """The ``architecture.kv_cache`` section."""
     dtype = model_dtype(view)
     width = DTYPE_BYTES.get(dtype or "", 2)
-    per_layer = _attention_elements(attention) * width
+    per_layer = attention_kv_elements(attention) * width
     per_kind: dict[str, dict[str, Any]] = {}
     for kind, layers in sorted(layout.components.items()):
         entry: dict[str, Any] = {"layers": layers}
-        if kind in (FULL, SLIDING):
+        if kind in ATTENTION_KINDS:
             entry["bytes_per_token_per_layer"] = per_layer
             entry["bytes_per_token"] = per_layer * layers
         else:
-            state = _state_elements(view, kind, hidden) * width
+            state = state_elements(view, kind, hidden) * width
             if state:
                 entry["state_bytes_per_layer"] = state
                 entry["state_bytes_per_sequence"] = state * layers

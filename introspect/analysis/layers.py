@@ -13,27 +13,12 @@ from collections import Counter
 from dataclasses import dataclass, field
 
 from introspect.analysis.config_view import MAX_LAYERS, ConfigView, positive
+from introspect.analysis.families import ATTN_LAYER_INDICES, PARALLEL_HYBRID, Family
+from introspect.analysis.kinds import FULL, GDN, KDA, LINEAR, MAMBA, MAMBA2, MLP, SLIDING
+from introspect.analysis.mixers import ATTENTION_KINDS, FIXED_NAMES, MARKER_ORDER, MIXERS, RECURRENT_KINDS
 
-FULL = "full_attention"
-SLIDING = "sliding_attention"
-GDN = "gated_deltanet"
-KDA = "kda"
-LINEAR = "linear_attention"
-MAMBA = "mamba"
-MAMBA2 = "mamba2"
-MLP = "mlp"
-
-ATTENTION_KINDS = frozenset({FULL, SLIDING})
-RECURRENT_KINDS = frozenset({GDN, KDA, LINEAR, MAMBA, MAMBA2, "conv"})
-
-# Families whose generic "linear_attention" / "mamba" layers are a specific mixer.
-GDN_FAMILIES = frozenset({"qwen3_next", "qwen3_5", "qwen3_5_text", "qwen3_5_moe", "qwen3_5_moe_text"})
-KDA_FAMILIES = frozenset({"kimi_linear"})
-MAMBA1_FAMILIES = frozenset({"mamba", "falcon_mamba", "jamba"})
-MAMBA2_FAMILIES = frozenset({"mamba2", "nemotron_h", "falcon_h1", "granitemoehybrid", "bamba", "zamba2"})
-SSM_ONLY_FAMILIES = frozenset({"mamba", "falcon_mamba", "mamba2"})
-# Families that alternate sliding and global attention even when the file omits layer_types.
-ALTERNATING_SLIDING = {"gemma2": 2, "gpt_oss": 2, "cohere2": 4}
+__all__ = ["FULL", "GDN", "KDA", "LINEAR", "MAMBA", "MAMBA2", "MLP", "SLIDING", "LayerLayout",
+           "analyze_layers", "canonical_kind", "count_layers", "recurrent_kind"]
 
 
 @dataclass
@@ -68,47 +53,24 @@ class LayerLayout:
         return {"pattern": list(self.pattern), "kinds": self.kinds, "pure_attention": self.pure_attention}
 
 
-def recurrent_kind(view: ConfigView, model_type: str | None) -> str:
+def recurrent_kind(view: ConfigView, family: Family) -> str:
     """Which recurrent mixer a family's generic "linear_attention"/"mamba" layers are."""
-    if model_type in GDN_FAMILIES or view.present("linear_num_value_heads", "linear_key_head_dim"):
-        return GDN
-    if model_type in KDA_FAMILIES or view.present("linear_attn_config"):
-        return KDA
-    if model_type in MAMBA2_FAMILIES or view.present("mamba_d_ssm", "mamba_num_heads", "mamba_n_heads"):
-        return MAMBA2
-    if model_type in MAMBA1_FAMILIES or view.present("mamba_d_state", "time_step_rank", "mamba_dt_rank"):
-        return MAMBA
+    for kind in MARKER_ORDER:
+        if family.recurrent == kind or view.present(*MIXERS[kind].markers):
+            return kind
     return LINEAR
 
 
 def canonical_kind(name: str, recurrent: str) -> str | None:
     """One layer-type name as written in a config, in introspect's vocabulary."""
     key = name.strip().lower().replace("-", "_")
-    table = {
-        "full_attention": FULL,
-        "attention": FULL,
-        "global": FULL,
-        "global_attention": FULL,
-        "indexed_attention": FULL,  # DSA: sparse reads, but a full KV cache
-        "sliding_attention": SLIDING,
-        "sliding": SLIDING,
-        "local": SLIDING,
-        "local_attention": SLIDING,
-        "window_attention": SLIDING,
-        "chunked_attention": SLIDING,  # Llama-4: bounded cache like a window
-        "linear_attention": recurrent,
-        "mamba": MAMBA2 if recurrent == MAMBA2 else MAMBA,
-        "mamba1": MAMBA,
-        "mamba2": MAMBA2,
-        "gated_deltanet": GDN,
-        "gdn": GDN,
-        "kda": KDA,
-        "hybrid": f"{FULL}+{MAMBA2 if recurrent in (LINEAR, MAMBA2) else recurrent}",
-        "moe": MLP,
-        "mlp": MLP,
-        "conv": "conv",  # LFM2's gated short convolution: a fixed state, no KV
-    }
-    return table.get(key)
+    if key == "linear_attention":
+        return recurrent
+    if key == "mamba":
+        return MAMBA2 if recurrent == MAMBA2 else MAMBA
+    if key == "hybrid":  # Zamba2: a shared attention block beside the Mamba-2 mixer
+        return f"{FULL}+{MAMBA2 if recurrent in (LINEAR, MAMBA2) else recurrent}"
+    return FIXED_NAMES.get(key)
 
 
 def _from_names(names: list[str], recurrent: str, source: str) -> LayerLayout:
@@ -147,7 +109,7 @@ def count_layers(view: ConfigView) -> tuple[int | None, str | None]:
 
 
 def _sliding_layout(
-    view: ConfigView, model_type: str | None, n: int, max_context: int | None
+    view: ConfigView, family: Family, n: int, max_context: int | None
 ) -> LayerLayout | None:
     window = positive(view.get_int("sliding_window", "sliding_window_size"))
     if view.get_bool("use_sliding_window") is False or window is None:
@@ -155,8 +117,8 @@ def _sliding_layout(
     if max_context is not None and window >= max_context:
         return None  # a window as long as the context slides nothing (Phi-3-128k)
     period = positive(view.get_int("sliding_window_pattern", maximum=MAX_LAYERS))
-    if period is None and model_type in ALTERNATING_SLIDING:
-        period = ALTERNATING_SLIDING[model_type]
+    if period is None:
+        period = family.sliding_period
     if period is not None:
         # transformers: layer i slides unless (i + 1) is a multiple of the period.
         return LayerLayout(
@@ -169,13 +131,11 @@ def _sliding_layout(
     return LayerLayout([SLIDING] * n, "sliding_window")
 
 
-def _ssm_only(view: ConfigView, model_type: str | None, n: int) -> LayerLayout | None:
-    if model_type in ("mamba", "falcon_mamba"):
-        return LayerLayout([MAMBA] * n, "model_type")
-    if model_type == "mamba2":
-        return LayerLayout([MAMBA2] * n, "model_type")
+def _ssm_only(view: ConfigView, family: Family, n: int) -> LayerLayout | None:
+    if family.ssm_only and family.recurrent is not None:
+        return LayerLayout([family.recurrent] * n, "model_type")
     ssm_cfg = view.get_dict("ssm_cfg")
-    if ssm_cfg is not None or (model_type is None and view.present("d_model") and not view.present("n_head")):
+    if ssm_cfg is not None or (family.model_type is None and view.present("d_model") and not view.present("n_head")):
         # state-spaces/mamba_ssm format: {"d_model", "n_layer", "ssm_cfg": {"layer": "Mamba2"}}
         kind = MAMBA2 if (ssm_cfg or {}).get("layer") == "Mamba2" else MAMBA
         attn = set(view.get_int_list("attn_layer_idx", maximum=MAX_LAYERS) or [])
@@ -183,20 +143,15 @@ def _ssm_only(view: ConfigView, model_type: str | None, n: int) -> LayerLayout |
     return None
 
 
-def analyze_layers(view: ConfigView, model_type: str | None, max_context: int | None) -> LayerLayout:
+def analyze_layers(view: ConfigView, family: Family, max_context: int | None) -> LayerLayout:
     """The per-layer kinds of the text model (empty when the layer count is unknown)."""
     n, _ = count_layers(view)
     if n is None:
         return LayerLayout([], None)
-    recurrent = recurrent_kind(view, model_type)
-
-    if model_type == "falcon_h1" or (view.present("mamba_d_ssm") and view.present("num_attention_heads")):
-        # Falcon-H1: attention and Mamba-2 side by side in every layer.
-        attn = view.get_int_list("attn_layer_indices", maximum=MAX_LAYERS)
-        both = f"{FULL}+{MAMBA2}"
-        if attn is not None:
-            return LayerLayout([both if i in set(attn) else MAMBA2 for i in range(n)], "attn_layer_indices")
-        return LayerLayout([both] * n, "model_type (parallel hybrid)")
+    recurrent = recurrent_kind(view, family)
+    indexed = _indexed_layout(view, family, n)
+    if indexed is not None:
+        return indexed
 
     text = view.get_str("hybrid_override_pattern")
     if text and len(text) == n:
@@ -234,14 +189,32 @@ def analyze_layers(view: ConfigView, model_type: str | None, max_context: int | 
         # MiniMax: 1 = softmax attention, 0 = lightning (linear) attention.
         return LayerLayout([FULL if t == 1 else LINEAR for t in types], "attn_type_list")
 
-    ssm = _ssm_only(view, model_type, n)
+    ssm = _ssm_only(view, family, n)
     if ssm is not None:
         return ssm
 
-    sliding = _sliding_layout(view, model_type, n, max_context)
+    sliding = _sliding_layout(view, family, n, max_context)
     if sliding is not None:
         return sliding
     return LayerLayout([FULL] * n, "num_hidden_layers (no layout keys: all full attention)")
+
+
+def _indexed_layout(view: ConfigView, family: Family, n: int) -> LayerLayout | None:
+    """Layouts that list the attention layers by index (Falcon-H1 in parallel, Bamba in turn)."""
+    if family.layout == PARALLEL_HYBRID or (view.present("mamba_d_ssm") and view.present("num_attention_heads")):
+        # Falcon-H1: attention and Mamba-2 side by side in every layer.
+        attn = view.get_int_list("attn_layer_indices", maximum=MAX_LAYERS)
+        both = f"{FULL}+{MAMBA2}"
+        if attn is not None:
+            return LayerLayout([both if i in set(attn) else MAMBA2 for i in range(n)], "attn_layer_indices")
+        return LayerLayout([both] * n, "model_type (parallel hybrid)")
+    if family.layout == ATTN_LAYER_INDICES:
+        # Bamba: BambaConfig.layers_block_type is "attention" at attn_layer_indices, "mamba" elsewhere.
+        listed = view.get_int_list("attn_layer_indices", maximum=MAX_LAYERS)
+        if listed is not None:
+            chosen = set(listed)
+            return LayerLayout([FULL if i in chosen else MAMBA2 for i in range(n)], "attn_layer_indices")
+    return None
 
 
 def _kimi_linear(view: ConfigView, n: int) -> LayerLayout | None:

@@ -15,7 +15,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from introspect.analysis.config_view import MAX_LAYERS, ConfigView, positive
-from introspect.analysis.layers import SSM_ONLY_FAMILIES, LayerLayout
+from introspect.analysis.families import Family
+from introspect.analysis.layers import LayerLayout
 
 DENSE = "dense"
 SPARSE = "moe"
@@ -68,23 +69,23 @@ def empty_moe() -> dict[str, Any]:
     }
 
 
-def _ffn_without_experts(view: ConfigView, model_type: str | None, layout: LayerLayout) -> list[str | None]:
+def _ffn_without_experts(view: ConfigView, family: Family, layout: LayerLayout) -> list[str | None]:
     """Which layers carry a dense FFN at all (pure SSM blocks and Nemotron-H mixers do not)."""
     n = len(layout.pattern)
     text = view.get_str("hybrid_override_pattern")
     if text and len(text) == n:
         return [DENSE if ch in "-E" else None for ch in text]
     names = view.get_str_list("layer_types", "layers_block_type")
-    if model_type == "nemotron_h" and names and len(names) == n:
+    if family.ffn_from_block_types and names and len(names) == n:
         return [DENSE if name in ("mlp", "moe") else None for name in names]
-    if model_type in SSM_ONLY_FAMILIES or view.present("ssm_cfg"):
+    if family.ssm_only or view.present("ssm_cfg"):
         # Mamba blocks have no FFN; mamba_ssm's d_intermediate adds one per layer.
         return [DENSE] * n if (view.get_int("d_intermediate") or 0) > 0 else [None] * n
     return [DENSE] * n
 
 
 def _sparse_layers(
-    view: ConfigView, model_type: str | None, n: int, base: list[str | None]
+    view: ConfigView, family: Family, n: int, base: list[str | None]
 ) -> tuple[list[bool], str]:
     """Which layers are MoE, and the key(s) that said so."""
     kinds = view.get_str_list("mlp_layer_types")
@@ -95,7 +96,7 @@ def _sparse_layers(
     if text and len(text) == n:
         return [ch == "E" for ch in text], "hybrid_override_pattern (E)"
     names = view.get_str_list("layer_types", "layers_block_type")
-    if model_type == "nemotron_h" and names and len(names) == n:
+    if family.ffn_from_block_types and names and len(names) == n:
         return [name == "moe" for name in names], "layers_block_type (moe)"
 
     period = positive(view.get_int("expert_layer_period", maximum=MAX_LAYERS))
@@ -146,16 +147,16 @@ def _shared(view: ConfigView, expert_width: int | None) -> tuple[int, int, bool]
     return 0, 0, False
 
 
-def analyze_moe(view: ConfigView, model_type: str | None, layout: LayerLayout) -> MoeLayout:
+def analyze_moe(view: ConfigView, family: Family, layout: LayerLayout) -> MoeLayout:
     """The ``architecture.moe`` section and the per-layer FFN kinds."""
     n = len(layout.pattern)
-    base = _ffn_without_experts(view, model_type, layout)
+    base = _ffn_without_experts(view, family, layout)
     routed = positive(view.get_int(*ROUTED_KEYS))
     section = empty_moe()
     if routed is None or routed < 2 or n == 0:
         return MoeLayout(section, base)
 
-    sparse, source = _sparse_layers(view, model_type, n, base)
+    sparse, source = _sparse_layers(view, family, n, base)
     if not any(sparse):
         return MoeLayout(section, base, source=source)
     ffn: list[str | None] = [

@@ -20,37 +20,13 @@ from typing import Any
 
 from introspect.analysis.attention import hidden_size
 from introspect.analysis.config_view import MAX_LAYERS, ConfigView, positive
-from introspect.analysis.layers import FULL, GDN, KDA, LINEAR, MAMBA, MAMBA2, MLP, SLIDING, LayerLayout
+from introspect.analysis.families import Family
+from introspect.analysis.kinds import MLP
+from introspect.analysis.layers import LayerLayout
+from introspect.analysis.mixer_math import LayerCtx, attention_params
+from introspect.analysis.mixers import layer_params
 from introspect.analysis.moe import DENSE, SPARSE, MoeLayout
 
-# FFN is up/down only (no gate projection) in these families.
-UNGATED_FAMILIES = frozenset(
-    {
-        "gpt2",
-        "gpt_bigcode",
-        "bert",
-        "roberta",
-        "falcon",
-        "RefinedWeb",
-        "RefinedWebModel",
-        "gpt_neox",
-        "opt",
-        "bloom",
-        "phi",
-        "starcoder2",
-        "nemotron",
-        "nemotron_h",
-        "mpt",
-        "gptj",
-    }
-)
-# Families with biases on every linear and LayerNorm (weight + bias).
-BIAS_FAMILIES = frozenset({"gpt2", "gpt_bigcode", "bert", "roberta", "starcoder2", "gpt_neox", "opt", "phi"})
-QKV_BIAS_FAMILIES = frozenset({"qwen2", "qwen2_moe", "qwen2_vl", "qwen2_5_vl"})
-GATED_Q_FAMILIES = frozenset({"qwen3_next", "qwen3_5", "qwen3_5_text", "qwen3_5_moe", "qwen3_5_moe_text"})
-# Routers with a per-expert bias even when the config names no sigmoid scoring.
-ROUTER_BIAS_FAMILIES = frozenset({"gpt_oss", "glm4_moe", "kimi_linear", "minimax_m2", "nemotron_h", "dots1"})
-LEARNED_POSITIONS = frozenset({"gpt2", "gpt_bigcode", "bert", "roberta", "opt"})
 UNGATED_ACTIVATIONS = frozenset({"relu2", "gelu", "gelu_new", "gelu_pytorch_tanh", "relu"})
 
 
@@ -64,178 +40,10 @@ class ParamEstimate:
     mtp: dict[str, Any] | None = None
 
 
-@dataclass
-class _Ctx:
-    view: ConfigView
-    model_type: str | None
-    hidden: int
-    attention: dict[str, Any]
-    gated: bool
-    bias: bool
-
-
-# -- token mixers ---------------------------------------------------------------
-
-
-def _attention(ctx: _Ctx) -> int:
-    att, h, view = ctx.attention, ctx.hidden, ctx.view
-    heads = att.get("num_heads") or 0
-    if att.get("type") == "MLA":
-        nope, rope = att.get("qk_nope_head_dim") or 0, att.get("qk_rope_head_dim") or 0
-        v_dim, kv_lora = att.get("v_head_dim") or nope, att.get("kv_lora_rank") or 0
-        q_lora = att.get("q_lora_rank")
-        qk = heads * (nope + rope)
-        q = h * q_lora + q_lora + q_lora * qk if q_lora else h * qk  # low-rank query with its norm
-        kv = h * (kv_lora + rope) + kv_lora + kv_lora * heads * (nope + v_dim)
-        return q + kv + heads * v_dim * h
-    head_dim, kv_heads = att.get("head_dim") or 0, att.get("num_kv_heads") or 0
-    q_dim, kv_dim = heads * head_dim, kv_heads * head_dim
-    gated_q = ctx.model_type in GATED_Q_FAMILIES or view.get_bool("attn_output_gate") is True
-    total = h * q_dim * (2 if gated_q else 1) + 2 * h * kv_dim + q_dim * h
-    if ctx.bias or ctx.model_type in QKV_BIAS_FAMILIES or view.get_bool("attention_bias", "bias", "qkv_bias"):
-        total += q_dim + 2 * kv_dim + (h if ctx.bias or ctx.model_type == "gpt_oss" else 0)
-    if (
-        ctx.model_type in GATED_Q_FAMILIES
-        or view.get_bool("use_qk_norm")
-        or ctx.model_type in ("qwen3", "qwen3_moe")
-    ):
-        total += 2 * head_dim
-    return total
-
-
-def _gated_deltanet(ctx: _Ctx) -> int:
-    view, h = ctx.view, ctx.hidden
-    nk = positive(view.get_int("linear_num_key_heads")) or 16
-    nv = positive(view.get_int("linear_num_value_heads")) or 32
-    dk = positive(view.get_int("linear_key_head_dim")) or 128
-    dv = positive(view.get_int("linear_value_head_dim")) or 128
-    conv = positive(view.get_int("linear_conv_kernel_dim")) or 4
-    key_dim, value_dim = nk * dk, nv * dv
-    return (
-        h * (2 * key_dim + 2 * value_dim)  # in_proj_qkvz
-        + h * 2 * nv  # in_proj_ba
-        + (2 * key_dim + value_dim) * conv  # depthwise conv1d
-        + 2 * nv  # dt_bias, A_log
-        + dv  # gated RMSNorm
-        + value_dim * h  # out_proj
-    )
-
-
-def _kda(ctx: _Ctx) -> int:
-    sub = ctx.view.sub("linear_attn_config")
-    heads = (sub.get_int("num_heads") if sub else None) or ctx.attention.get("num_heads") or 32
-    dim = (sub.get_int("head_dim") if sub else None) or 128
-    conv = (sub.get_int("short_conv_kernel_size") if sub else None) or 4
-    h, qkv = ctx.hidden, heads * dim
-    projections = 3 * h * qkv + qkv * h  # q, k, v in; o out
-    short_convs = 3 * qkv * conv
-    forget_gate = h * dim + dim * qkv + qkv + heads  # low-rank gate, dt_bias, A_log
-    beta = h * heads
-    output_gate = h * dim + dim * qkv + dim  # low-rank gate and its norm
-    return projections + short_convs + forget_gate + beta + output_gate
-
-
-def mamba1_dims(view: ConfigView, hidden: int) -> tuple[int, int, int, int]:
-    """(d_inner, d_state, d_conv, dt_rank) of a Mamba-1 mixer."""
-    expand = positive(view.get_int("mamba_expand", "expand")) or 2
-    # falcon-mamba-7b says expand=16 but intermediate_size=8192 (2x): the weights follow intermediate_size.
-    d_inner = positive(view.get_int("intermediate_size")) if not view.present("mamba_expand") else None
-    d_inner = d_inner or expand * hidden
-    d_state = positive(view.get_int("mamba_d_state", "state_size", "d_state")) or 16
-    d_conv = positive(view.get_int("mamba_d_conv", "conv_kernel", "d_conv")) or 4
-    dt_rank = positive(view.get_int("mamba_dt_rank", "time_step_rank", "dt_rank")) or -(-hidden // 16)
-    return d_inner, d_state, d_conv, dt_rank
-
-
-def _mamba1(ctx: _Ctx) -> int:
-    view, h = ctx.view, ctx.hidden
-    d_inner, d_state, d_conv, dt_rank = mamba1_dims(view, h)
-    proj_bias = bool(view.get_bool("use_bias", "mamba_proj_bias"))
-    conv_bias = view.get_bool("use_conv_bias", "mamba_conv_bias") is not False
-    in_out = h * 2 * d_inner + d_inner * h + (2 * d_inner + h if proj_bias else 0)
-    conv = d_inner * d_conv + (d_inner if conv_bias else 0)
-    x_proj = d_inner * (dt_rank + 2 * d_state)
-    dt_proj = dt_rank * d_inner + d_inner
-    ssm = d_inner * d_state + d_inner  # A_log, D
-    total = in_out + conv + x_proj + dt_proj + ssm
-    if ctx.model_type == "jamba":
-        total += dt_rank + 2 * d_state  # Jamba's dt/B/C layernorms
-    return total
-
-
-def mamba2_dims(view: ConfigView, hidden: int) -> tuple[int, int, int, int, int]:
-    """(d_inner, n_groups, d_state, n_heads, d_conv) of a Mamba-2 mixer, whatever the family's key names."""
-    ssm_cfg = view.get_dict("ssm_cfg") or {}
-    heads = positive(view.get_int("mamba_num_heads", "mamba_n_heads"))
-    head_dim = positive(view.get_int("mamba_head_dim", "mamba_d_head"))
-    if view.get_str("model_type") == "mamba2":
-        # transformers' Mamba2Config names its SSM heads num_heads / head_dim.
-        heads = heads or positive(view.get_int("num_heads"))
-        head_dim = head_dim or positive(view.get_int("head_dim"))
-    expand = positive(view.get_int("mamba_expand", "expand")) or _small_int(ssm_cfg.get("expand")) or 2
-    d_inner = positive(view.get_int("mamba_d_ssm")) or (
-        heads * head_dim if heads and head_dim else expand * hidden
-    )
-    head_dim = head_dim or _small_int(ssm_cfg.get("headdim")) or 64
-    heads = heads or max(d_inner // head_dim, 1)
-    groups = (
-        positive(view.get_int("mamba_n_groups", "n_groups", "mamba_num_groups"))
-        or _small_int(ssm_cfg.get("ngroups"))
-        or 1
-    )
-    d_state = (
-        positive(view.get_int("mamba_d_state", "ssm_state_size", "state_size"))
-        or _small_int(ssm_cfg.get("d_state"))
-        or 128
-    )
-    d_conv = positive(view.get_int("mamba_d_conv", "conv_kernel")) or _small_int(ssm_cfg.get("d_conv")) or 4
-    return d_inner, groups, d_state, heads, d_conv
-
-
-def _small_int(value: Any) -> int | None:
-    return value if isinstance(value, int) and not isinstance(value, bool) and 0 < value <= 1 << 20 else None
-
-
-def _mamba2(ctx: _Ctx) -> int:
-    view, h = ctx.view, ctx.hidden
-    d_inner, groups, d_state, heads, d_conv = mamba2_dims(view, h)
-    conv_dim = d_inner + 2 * groups * d_state
-    conv_bias = view.get_bool("use_conv_bias", "mamba_conv_bias") is not False
-    proj_bias = bool(view.get_bool("use_bias", "mamba_proj_bias"))
-    total = h * (d_inner + conv_dim + heads) + conv_dim * d_conv + 3 * heads + d_inner + d_inner * h
-    total += (conv_dim if conv_bias else 0) + (d_inner + conv_dim + heads + h if proj_bias else 0)
-    if ctx.model_type == "falcon_h1" and not view.get_bool("mamba_rms_norm"):
-        total -= d_inner  # Falcon-H1 drops the gated norm unless mamba_rms_norm
-    return total
-
-
-MIXERS = {
-    FULL: _attention,
-    SLIDING: _attention,
-    GDN: _gated_deltanet,
-    KDA: _kda,
-    MAMBA: _mamba1,
-    MAMBA2: _mamba2,
-}
-
-
-def _mixer(ctx: _Ctx, kind: str) -> tuple[int, int]:
-    """(attention params, recurrent params) of one layer's mixer(s); ``a+b`` runs both."""
-    attention = recurrent = 0
-    for part in kind.split("+"):
-        if part in (FULL, SLIDING):
-            attention += _attention(ctx)
-        elif part in MIXERS:
-            recurrent += MIXERS[part](ctx)
-        elif part not in (MLP, LINEAR, "conv"):
-            attention += _attention(ctx)  # unknown mixer: count it as attention (best effort)
-    return attention, recurrent
-
-
 # -- feed-forward -------------------------------------------------------------------
 
 
-def _mlp(ctx: _Ctx, width: int) -> int:
+def _mlp(ctx: LayerCtx, width: int) -> int:
     matrices = 3 if ctx.gated else 2
     total = matrices * ctx.hidden * width
     if ctx.bias:
@@ -243,29 +51,29 @@ def _mlp(ctx: _Ctx, width: int) -> int:
     return total
 
 
-def _dense_width(ctx: _Ctx) -> int:
+def _dense_width(ctx: LayerCtx) -> int:
     view = ctx.view
     width = positive(
         view.get_int("intermediate_size", "n_inner", "ffn_hidden_size", "d_ff", "ffn_dim", "d_intermediate")
     )
-    if ctx.model_type in ("mamba2",) or view.present("ssm_cfg"):
+    if ctx.family.ffn_width_d_intermediate or view.present("ssm_cfg"):
         width = positive(view.get_int("d_intermediate"))
     return width or 4 * ctx.hidden  # GPT-2 / Falcon default: 4 x hidden
 
 
-def _moe(ctx: _Ctx, moe: MoeLayout) -> tuple[int, int, dict[str, int]]:
+def _moe(ctx: LayerCtx, moe: MoeLayout) -> tuple[int, int, dict[str, int]]:
     section, h = moe.section, ctx.hidden
     experts, topk = section["routed_experts"] or 0, section["experts_per_token"] or 1
     width = moe.expert_width or 0
     one = _mlp(ctx, width)
-    if ctx.model_type == "gpt_oss":
+    if ctx.family.expert_bias:
         one += 2 * width + h  # gate_up and down biases per expert
     router = experts * h
     if (
         section.get("topk_method") == "noaux_tc"
         or section.get("scoring_func") == "sigmoid"
         or ctx.view.get_bool("use_routing_bias")
-        or ctx.model_type in ROUTER_BIAS_FAMILIES
+        or ctx.family.router_bias
     ):
         router += experts  # sigmoid routers keep an e_score_correction_bias; gpt-oss a plain bias
     shared = _mlp(ctx, moe.shared_width) if moe.shared_width else 0
@@ -290,12 +98,12 @@ def tied_embeddings(view: ConfigView) -> bool:
     return bool(tied)
 
 
-def _positions(ctx: _Ctx) -> int:
-    if ctx.model_type not in LEARNED_POSITIONS:
+def _positions(ctx: LayerCtx) -> int:
+    if not ctx.family.learned_positions:
         return 0
     view = ctx.view
     positions = positive(view.get_int("n_positions", "max_position_embeddings")) or 0
-    extra = (positive(view.get_int("type_vocab_size")) or 0) if ctx.model_type in ("bert", "roberta") else 0
+    extra = (positive(view.get_int("type_vocab_size")) or 0) if ctx.family.encoder_extras else 0
     return (positions + extra) * ctx.hidden
 
 
@@ -346,8 +154,8 @@ def mtp_layer_count(view: ConfigView) -> tuple[int, str | None]:
 # -- the estimate -------------------------------------------------------------------------
 
 
-def _gated(view: ConfigView, model_type: str | None) -> bool:
-    if model_type in UNGATED_FAMILIES:
+def _gated(view: ConfigView, family: Family) -> bool:
+    if family.ungated_ffn:
         return False
     act = view.get_str("mlp_hidden_act")
     return not (act is not None and act in UNGATED_ACTIVATIONS)
@@ -356,7 +164,7 @@ def _gated(view: ConfigView, model_type: str | None) -> bool:
 def estimate_params(
     view: ConfigView,
     root: ConfigView,
-    model_type: str | None,
+    family: Family,
     layout: LayerLayout,
     attention: dict[str, Any],
     moe: MoeLayout,
@@ -366,7 +174,7 @@ def estimate_params(
     vocab = _vocab(view)
     if hidden is None or not layout.pattern:
         return ParamEstimate(None, None, None)
-    ctx = _Ctx(view, model_type, hidden, attention, _gated(view, model_type), model_type in BIAS_FAMILIES)
+    ctx = LayerCtx(view, family, hidden, attention, _gated(view, family), family.bias)
     norm = 2 * hidden if ctx.bias else hidden
 
     parts: dict[str, int] = {"attention": 0, "recurrent": 0, "dense_ffn": 0, "experts_routed": 0}
@@ -375,7 +183,7 @@ def estimate_params(
     _, moe_active, moe_parts = _moe(ctx, moe) if moe.section["is_moe"] else (0, 0, {})
     dense = _mlp(ctx, _dense_width(ctx))
     for kind, ffn in zip(layout.pattern, moe.ffn, strict=False):
-        attention_part, recurrent_part = _mixer(ctx, kind)
+        attention_part, recurrent_part = layer_params(ctx, kind)
         norms = norm * (2 if ffn is not None and kind != MLP else 1)
         parts["attention"] += attention_part
         parts["recurrent"] += recurrent_part
@@ -394,7 +202,7 @@ def estimate_params(
     head = 0 if tied_embeddings(view) else (vocab or 0) * hidden
     head_active = (vocab or 0) * hidden  # a tied head still multiplies every token
     extra = 0
-    if model_type in ("bert", "roberta"):
+    if family.encoder_extras:
         extra = hidden * hidden + hidden  # pooler (post-LN: the "final norm" is the embedding LayerNorm)
     parts.update({"embedding": embedding, "lm_head": head, "final_norm": norm + extra})
     vision = vision_params(root, hidden)
@@ -408,7 +216,7 @@ def estimate_params(
 
 
 def _mtp_estimate(
-    ctx: _Ctx,
+    ctx: LayerCtx,
     moe: MoeLayout,
     moe_active: int,
     moe_parts: dict[str, int],
@@ -421,7 +229,7 @@ def _mtp_estimate(
     # Each MTP module: one decoder layer like the last one (with its two norms), a 2h -> h projection
     # and three norms (enorm, hnorm, head norm); embedding and head are shared with the main model
     # (DeepSeek-V3 report, section 2.2).
-    attn = _attention(ctx) if ctx.attention.get("num_heads") else 0
+    attn = attention_params(ctx) if ctx.attention.get("num_heads") else 0
     if moe.section["is_moe"]:
         ffn_total, ffn_active = sum(moe_parts.values()), moe_active
     else:

@@ -20,6 +20,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from introspect.analysis.findings import Finding, Severity
+
 _LAYER_TEMPLATE = re.compile(r"(?:^|\.)layers\.#\.")
 _EXPERT = re.compile(r"\.experts\.#\.")
 
@@ -46,14 +48,14 @@ def _span(ids: set[int]) -> str:
     return ", ".join(map(str, ordered[:12])) + (f" ... ({len(ordered)} layers)" if len(ordered) > 12 else "")
 
 
-def confirm_layers(arch: dict[str, Any], safetensors: Any) -> tuple[dict[str, Any] | None, list[dict[str, Any]]]:
+def confirm_layers(arch: dict[str, Any], safetensors: Any) -> tuple[dict[str, Any] | None, list[Finding]]:
     """``{moe_layers: bool|None, mla_layers: bool|None}`` and a warning per disagreement."""
     num_layers = arch.get("num_layers")
     if not isinstance(safetensors, dict) or not isinstance(num_layers, int) or num_layers <= 0:
         return None, []
     layers = arch.get("layers") if isinstance(arch.get("layers"), dict) else {}
     result: dict[str, Any] = {"moe_layers": None, "mla_layers": None}
-    findings: list[dict[str, Any]] = []
+    findings: list[Finding] = []
 
     ffn = layers.get("ffn")
     stored = _layers_with(safetensors, _EXPERT, num_layers)
@@ -75,20 +77,16 @@ def confirm_layers(arch: dict[str, Any], safetensors: Any) -> tuple[dict[str, An
     return result, findings
 
 
-def _disagree(what: str, expected: set[int], stored: set[int]) -> dict[str, Any]:
+def _disagree(what: str, expected: set[int], stored: set[int]) -> Finding:
     if stored < expected:
         # Fewer layers than the config says: more likely shards missing than a wrong config.
-        return {
-            "severity": "warning",
-            "code": "weights-layer-mismatch",
-            "message": f"config.json puts {what} at [{_span(expected)}] but the safetensors headers lack "
-                       f"them at [{_span(expected - stored)}]",
-            "fix": "check that every shard is present and readable (an interrupted download?)",
-        }
-    return {
-        "severity": "warning",
-        "code": "weights-layer-mismatch",
-        "message": f"config.json puts {what} at [{_span(expected)}] but the safetensors headers have them at "
-                   f"[{_span(stored)}]",
-        "fix": "check that config.json belongs to these weights (first_k_dense_replace, layer types)",
-    }
+        return Finding(
+            Severity.WARNING, "weights-layer-mismatch",
+            f"config.json puts {what} at [{_span(expected)}] but the safetensors headers lack "
+            f"them at [{_span(expected - stored)}]",
+            "check that every shard is present and readable (an interrupted download?)")
+    return Finding(
+        Severity.WARNING, "weights-layer-mismatch",
+        f"config.json puts {what} at [{_span(expected)}] but the safetensors headers have them at "
+        f"[{_span(stored)}]",
+        "check that config.json belongs to these weights (first_k_dense_replace, layer types)")

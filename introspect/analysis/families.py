@@ -1,0 +1,171 @@
+"""One row per ``model_type``: everything introspect knows about a model family.
+
+Each row names the upstream code it was read from (``upstream``: the transformers
+``configuration_<family>.py`` / ``modeling_<family>.py``, or the model repository's
+own code). The verdict modules never compare ``model_type`` strings: they ask the
+row (``family_of(model_type).ssm_only`` ...). A ``model_type`` without a row is
+answered from the generic keys and gets an ``unknown-family`` finding.
+
+A new family that uses known mechanisms is one row here and one JSON case in
+``tests/data/families`` (``tests/analysis/test_family_table.py`` holds every row
+to a case). A new mechanism adds an entry in :mod:`introspect.analysis.mixers`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import Any
+
+from introspect.analysis.kinds import GDN, KDA, MAMBA, MAMBA2
+
+# Layout readers a row can name, beyond the generic keys every family may use.
+PARALLEL_HYBRID = "parallel_hybrid"  # attention and Mamba-2 side by side in one layer (Falcon-H1)
+ATTN_LAYER_INDICES = "attn_layer_indices"  # attention at the listed layers, Mamba-2 elsewhere (Bamba)
+
+_TIED: Mapping[str, Any] = MappingProxyType({"tie_word_embeddings": True})
+
+
+@dataclass(frozen=True)
+class Family:
+    """What one ``model_type`` means beyond its config keys."""
+
+    model_type: str | None  # None only for a config that names no model_type at all
+    upstream: str  # the code this row was read from
+    # Documented config-class defaults for keys a real config.json of the family omits.
+    defaults: Mapping[str, Any] = field(default_factory=lambda: MappingProxyType({}))
+    recurrent: str | None = None  # the mixer its generic "linear_attention"/"mamba" layers are
+    ssm_only: bool = False  # no attention anywhere (its num_heads are SSM heads)
+    layout: str | None = None  # a family-specific layout reader (PARALLEL_HYBRID, ATTN_LAYER_INDICES)
+    sliding_period: int | None = None  # sliding/global alternation when the file omits layer_types
+    ungated_ffn: bool = False  # FFN is up/down only, no gate projection
+    bias: bool = False  # biases on every linear and LayerNorm (weight + bias)
+    qkv_bias: bool = False  # biases on q/k/v only
+    o_proj_bias: bool = False  # with attention_bias, o_proj has a bias too
+    gated_q: bool = False  # q_proj doubled for an output gate, with q/k norms
+    qk_norm: bool = False  # per-head RMSNorm on q and k
+    router_bias: bool = False  # a per-expert router bias even without sigmoid scoring
+    expert_bias: bool = False  # biases on each routed expert's projections
+    learned_positions: bool = False  # a learned position-embedding table
+    encoder_extras: bool = False  # token-type embeddings and a pooler (BERT-style encoders)
+    mamba_dt_norms: bool = False  # RMSNorms on dt/B/C inside the Mamba-1 mixer
+    mamba_norm_flag: bool = False  # the Mamba-2 gated norm exists only with mamba_rms_norm
+    ssm_heads_named_plainly: bool = False  # SSM heads in num_heads / head_dim
+    ffn_from_block_types: bool = False  # layers_block_type also says which layers have an FFN
+    ffn_width_d_intermediate: bool = False  # the FFN width is d_intermediate (mamba_ssm layout)
+    new_decoder_kv: bool = False  # new_decoder_architecture: grouped KV heads, multi_query ignored
+    known: bool = True
+
+
+UNKNOWN = Family(None, upstream="", known=False)
+
+_QWEN3_5 = dict(recurrent=GDN, gated_q=True)
+_ENCODER = dict(ungated_ffn=True, bias=True, learned_positions=True, encoder_extras=True)
+_FALCON = dict(ungated_ffn=True, new_decoder_kv=True, defaults=_TIED)
+_GEMMA3_TEXT = MappingProxyType({
+    "tie_word_embeddings": True, "vocab_size": 262_208, "max_position_embeddings": 131_072, "head_dim": 256,
+    "sliding_window": 4096, "sliding_window_pattern": 6,
+})
+
+_ROWS = (
+    # -- dense attention ------------------------------------------------------------------------
+    Family("llama", "transformers configuration_llama.py / modeling_llama.py"),
+    Family("mistral", "transformers configuration_mistral.py / modeling_mistral.py"),
+    Family("qwen2", "transformers modeling_qwen2.py (q/k/v biases)", qkv_bias=True),
+    Family("qwen3", "transformers modeling_qwen3.py (q_norm/k_norm)", qk_norm=True),
+    Family("glm4", "transformers configuration_glm4.py / modeling_glm4.py"),
+    Family("phi3", "transformers configuration_phi3.py / modeling_phi3.py"),
+    Family("phi", "transformers modeling_phi.py (fc1/fc2, biases everywhere)", ungated_ffn=True, bias=True),
+    Family("gemma", "transformers configuration_gemma.py (tie_word_embeddings=True)", defaults=_TIED),
+    Family("gemma2", "transformers configuration_gemma2.py (sliding_window=4096, every other layer)",
+           defaults=MappingProxyType({"tie_word_embeddings": True, "sliding_window": 4096}), sliding_period=2),
+    Family("gemma3_text", "transformers configuration_gemma3.py Gemma3TextConfig defaults", defaults=_GEMMA3_TEXT),
+    Family("cohere2", "transformers configuration_cohere2.py (sliding_window_pattern=4, tied)",
+           defaults=_TIED, sliding_period=4),
+    Family("nemotron", "transformers modeling_nemotron.py NemotronMLP (up/down, relu2)", ungated_ffn=True),
+    Family("starcoder2", "transformers modeling_starcoder2.py (c_fc/c_proj, use_bias)",
+           ungated_ffn=True, bias=True, defaults=_TIED),
+    Family("gpt2", "transformers modeling_gpt2.py (Conv1D with biases, wpe)",
+           ungated_ffn=True, bias=True, learned_positions=True, defaults=_TIED),
+    Family("gpt_bigcode", "transformers modeling_gpt_bigcode.py (multi_query, wpe)",
+           ungated_ffn=True, bias=True, learned_positions=True, defaults=_TIED),
+    Family("gpt_neox", "transformers modeling_gpt_neox.py (dense_h_to_4h/dense_4h_to_h with biases)",
+           ungated_ffn=True, bias=True),
+    Family("gptj", "transformers modeling_gptj.py GPTJMLP (fc_in/fc_out)", ungated_ffn=True),
+    Family("opt", "transformers modeling_opt.py (fc1/fc2, biases, learned positions; tied)",
+           ungated_ffn=True, bias=True, learned_positions=True, defaults=_TIED),
+    Family("bloom", "transformers modeling_bloom.py BloomMLP (dense_h_to_4h/dense_4h_to_h; ALiBi; tied)",
+           ungated_ffn=True, defaults=_TIED),
+    Family("mpt", "transformers modeling_mpt.py MptMLP (up_proj/down_proj; ALiBi; tied)",
+           ungated_ffn=True, defaults=_TIED),
+    Family("falcon", "transformers configuration_falcon.py / modeling_falcon.py", **_FALCON),
+    Family("RefinedWeb", "tiiuae/falcon-40b configuration_RW.py (old name of falcon)", **_FALCON),
+    Family("RefinedWebModel", "tiiuae/falcon-7b configuration_RW.py (old name of falcon)", **_FALCON),
+    Family("bert", "transformers modeling_bert.py (type_vocab_size=2, pooler)",
+           defaults=MappingProxyType({"tie_word_embeddings": True, "type_vocab_size": 2}), **_ENCODER),
+    Family("roberta", "transformers modeling_roberta.py", defaults=_TIED, **_ENCODER),
+    # -- MoE --------------------------------------------------------------------------------------
+    Family("mixtral", "transformers configuration_mixtral.py / modeling_mixtral.py"),
+    Family("qwen2_moe", "transformers modeling_qwen2_moe.py (q/k/v biases, gated shared expert)", qkv_bias=True),
+    Family("qwen3_moe", "transformers modeling_qwen3_moe.py (q_norm/k_norm)", qk_norm=True),
+    Family("olmoe", "transformers configuration_olmoe.py / modeling_olmoe.py"),
+    Family("deepseek_v2", "transformers configuration_deepseek_v2.py / modeling_deepseek_v2.py (MLA)"),
+    Family("deepseek_v3", "transformers configuration_deepseek_v3.py / modeling_deepseek_v3.py (MLA)"),
+    Family("kimi_k2", "moonshotai/Kimi-K2-Instruct configuration_deepseek.py (DeepSeek-V3 layout)"),
+    Family("glm4_moe", "transformers modeling_glm4_moe.py (e_score_correction_bias)", router_bias=True),
+    Family("dots1", "transformers modeling_dots1.py (e_score_correction_bias)", router_bias=True),
+    Family("minimax_m2", "MiniMaxAI/MiniMax-M2 modeling_minimax_m2.py (e_score_correction_bias)",
+           router_bias=True),
+    Family("gpt_oss", "transformers modeling_gpt_oss.py (sliding every other layer, biased router and experts)",
+           sliding_period=2, router_bias=True, o_proj_bias=True, expert_bias=True),
+    # -- hybrids and recurrent mixers ------------------------------------------------------------
+    Family("minimax", "transformers modeling_minimax.py (attn_type_list: lightning / softmax)"),
+    Family("qwen3_next", "transformers modeling_qwen3_next.py (Gated DeltaNet, gated attention)", **_QWEN3_5),
+    Family("qwen3_5", "transformers configuration_qwen3_5.py (wrapper of qwen3_5_text)", **_QWEN3_5),
+    Family("qwen3_5_text", "transformers modeling_qwen3_5.py", **_QWEN3_5),
+    Family("qwen3_5_moe", "transformers configuration_qwen3_5_moe.py (wrapper of qwen3_5_moe_text)", **_QWEN3_5),
+    Family("qwen3_5_moe_text", "transformers modeling_qwen3_5_moe.py", **_QWEN3_5),
+    Family("kimi_linear", "moonshotai/Kimi-Linear-48B-A3B-Instruct modeling_kimi.py (KDA + MLA)",
+           recurrent=KDA, router_bias=True),
+    Family("jamba", "transformers modeling_jamba.py (dt/B/C layernorms)", recurrent=MAMBA, mamba_dt_norms=True),
+    Family("mamba", "transformers configuration_mamba.py / modeling_mamba.py", recurrent=MAMBA, ssm_only=True,
+           defaults=_TIED),
+    Family("falcon_mamba", "transformers modeling_falcon_mamba.py", recurrent=MAMBA, ssm_only=True,
+           defaults=_TIED),
+    Family("mamba2", "transformers configuration_mamba2.py (num_heads/head_dim are SSM heads)",
+           recurrent=MAMBA2, ssm_only=True, ssm_heads_named_plainly=True, ffn_width_d_intermediate=True),
+    Family("nemotron_h", "transformers modeling_nemotron_h.py (hybrid_override_pattern, relu2 MLP)",
+           recurrent=MAMBA2, ungated_ffn=True, router_bias=True, ffn_from_block_types=True),
+    Family("falcon_h1", "transformers modeling_falcon_h1.py (attention and Mamba-2 in parallel)",
+           recurrent=MAMBA2, layout=PARALLEL_HYBRID, mamba_norm_flag=True),
+    Family("bamba", "transformers configuration_bamba.py (attn_layer_indices; Mamba-2 elsewhere)",
+           recurrent=MAMBA2, layout=ATTN_LAYER_INDICES),
+    Family("granitemoehybrid", "transformers modeling_granitemoehybrid.py (layer_types mamba/attention)",
+           recurrent=MAMBA2),
+    Family("zamba2", "transformers modeling_zamba2.py (layers_block_type mamba/hybrid)", recurrent=MAMBA2),
+    # -- wrappers (the text model is nested; its own row answers) --------------------------------
+    Family("kimi_k25", "moonshotai/Kimi-K2.5 configuration_kimi_k25.py (text_config: DeepSeek-V3)"),
+    Family("gemma3", "transformers configuration_gemma3.py Gemma3Config (text_config)", defaults=_TIED),
+    Family("qwen2_vl", "transformers modeling_qwen2_vl.py (Qwen2 text model, q/k/v biases)", qkv_bias=True),
+    Family("qwen2_5_vl", "transformers modeling_qwen2_5_vl.py (Qwen2 text model, q/k/v biases)", qkv_bias=True),
+    Family("llava", "transformers configuration_llava.py (text_config)"),
+)
+
+FAMILIES: Mapping[str, Family] = MappingProxyType({row.model_type: row for row in _ROWS if row.model_type})
+
+
+def family_of(model_type: str | None) -> Family:
+    """The row of ``model_type``; a row with every trait off (``known`` false) when the table has none."""
+    if not isinstance(model_type, str):
+        return UNKNOWN
+    return FAMILIES.get(model_type) or Family(model_type, upstream="", known=False)
+
+
+def defaults_for(model_type: str | None, text_type: str | None) -> dict[str, Any]:
+    """Config-class defaults of the wrapper's and the text model's families (the text model wins)."""
+    return {**family_of(model_type).defaults, **family_of(text_type).defaults}
+
+
+def is_known(model_type: str | None, text_type: str | None) -> bool:
+    return family_of(text_type).known or family_of(model_type).known

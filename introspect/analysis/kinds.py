@@ -1,0 +1,17 @@
+"""The canonical names of per-layer mixer kinds, as the profile spells them.
+
+Kept apart from :mod:`introspect.analysis.mixers` (what each kind is) so that the
+family table and the formulas can name kinds without importing each other.
+"""
+
+from __future__ import annotations
+
+FULL = "full_attention"
+SLIDING = "sliding_attention"
+GDN = "gated_deltanet"
+KDA = "kda"
+LINEAR = "linear_attention"
+MAMBA = "mamba"
+MAMBA2 = "mamba2"
+MLP = "mlp"
+CONV = "conv"

@@ -1,0 +1,226 @@
+"""The formulas behind each mixer entry: dimensions, fixed state and parameters.
+
+Each formula mirrors the module shapes of the upstream implementation named beside
+it; the dimension readers are shared by the state and the parameter formulas so a
+config key is read one way only. Pure: a :class:`ConfigView` in, integers out.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from introspect.analysis.config_view import ConfigView, positive
+from introspect.analysis.families import Family, family_of
+
+
+@dataclass
+class LayerCtx:
+    """What a per-layer formula needs: the text config, its family row, the attention verdict."""
+
+    view: ConfigView
+    family: Family
+    hidden: int
+    attention: dict[str, Any]
+    gated: bool  # gate/up/down FFN (SwiGLU) rather than up/down
+    bias: bool  # biases on every linear and LayerNorm
+
+
+# -- softmax attention ----------------------------------------------------------------------
+
+
+def heads_kv_elements(att: dict[str, Any]) -> int:
+    """K and V per token per layer: kv_heads x (head_dim + v_head_dim)."""
+    kv_heads, head_dim = att.get("num_kv_heads") or 0, att.get("head_dim") or 0
+    v_dim = att.get("v_head_dim") or head_dim
+    return int(kv_heads * (head_dim + v_dim))
+
+
+def mla_kv_elements(att: dict[str, Any]) -> int:
+    """MLA caches one shared latent plus the decoupled rope key per token."""
+    return int((att.get("kv_lora_rank") or 0) + (att.get("qk_rope_head_dim") or 0))
+
+
+def _mla_params(ctx: LayerCtx) -> int:
+    # transformers modeling_deepseek_v3.py DeepseekV3Attention (q_a/q_b, kv_a_proj_with_mqa, kv_b, o).
+    att, h = ctx.attention, ctx.hidden
+    heads = att.get("num_heads") or 0
+    nope, rope = att.get("qk_nope_head_dim") or 0, att.get("qk_rope_head_dim") or 0
+    v_dim, kv_lora = att.get("v_head_dim") or nope, att.get("kv_lora_rank") or 0
+    q_lora = att.get("q_lora_rank")
+    qk = heads * (nope + rope)
+    q = h * q_lora + q_lora + q_lora * qk if q_lora else h * qk  # low-rank query with its norm
+    kv = h * (kv_lora + rope) + kv_lora + kv_lora * heads * (nope + v_dim)
+    return int(q + kv + heads * v_dim * h)
+
+
+def _heads_params(ctx: LayerCtx) -> int:
+    att, h, view, fam = ctx.attention, ctx.hidden, ctx.view, ctx.family
+    heads = att.get("num_heads") or 0
+    head_dim, kv_heads = att.get("head_dim") or 0, att.get("num_kv_heads") or 0
+    q_dim, kv_dim = heads * head_dim, kv_heads * head_dim
+    gated_q = fam.gated_q or view.get_bool("attn_output_gate") is True
+    total = h * q_dim * (2 if gated_q else 1) + 2 * h * kv_dim + q_dim * h
+    if ctx.bias or fam.qkv_bias or view.get_bool("attention_bias", "bias", "qkv_bias"):
+        total += q_dim + 2 * kv_dim + (h if ctx.bias or fam.o_proj_bias else 0)
+    if fam.gated_q or view.get_bool("use_qk_norm") or fam.qk_norm:
+        total += 2 * head_dim
+    return int(total)
+
+
+def attention_params(ctx: LayerCtx) -> int:
+    """One softmax-attention block (full or sliding: the weights are the same)."""
+    return _mla_params(ctx) if ctx.attention.get("type") == "MLA" else _heads_params(ctx)
+
+
+# -- Gated DeltaNet (transformers modeling_qwen3_next.py Qwen3NextGatedDeltaNet) -------------
+
+
+def gdn_dims(view: ConfigView) -> tuple[int, int, int, int, int]:
+    """(key heads, value heads, key head dim, value head dim, conv kernel), Qwen3NextConfig defaults."""
+    nk = positive(view.get_int("linear_num_key_heads")) or 16
+    nv = positive(view.get_int("linear_num_value_heads")) or 32
+    dk = positive(view.get_int("linear_key_head_dim")) or 128
+    dv = positive(view.get_int("linear_value_head_dim")) or 128
+    conv = positive(view.get_int("linear_conv_kernel_dim")) or 4
+    return nk, nv, dk, dv, conv
+
+
+def gdn_state(view: ConfigView, hidden: int | None) -> int:
+    nk, nv, dk, dv, conv = gdn_dims(view)
+    return (2 * nk * dk + nv * dv) * (conv - 1) + nv * dk * dv
+
+
+def gdn_params(ctx: LayerCtx) -> int:
+    nk, nv, dk, dv, conv = gdn_dims(ctx.view)
+    h, key_dim, value_dim = ctx.hidden, nk * dk, nv * dv
+    return (
+        h * (2 * key_dim + 2 * value_dim)  # in_proj_qkvz
+        + h * 2 * nv  # in_proj_ba
+        + (2 * key_dim + value_dim) * conv  # depthwise conv1d
+        + 2 * nv  # dt_bias, A_log
+        + dv  # gated RMSNorm
+        + value_dim * h  # out_proj
+    )
+
+
+# -- KDA (moonshotai/Kimi-Linear modeling_kimi.py KimiDeltaAttention) ------------------------
+
+
+def kda_dims(view: ConfigView, default_heads: int) -> tuple[int, int, int]:
+    """(heads, head dim, short-conv kernel) from ``linear_attn_config``."""
+    sub = view.sub("linear_attn_config")
+    heads = (sub.get_int("num_heads") if sub else None) or default_heads
+    dim = (sub.get_int("head_dim") if sub else None) or 128
+    conv = (sub.get_int("short_conv_kernel_size") if sub else None) or 4
+    return heads, dim, conv
+
+
+def kda_state(view: ConfigView, hidden: int | None) -> int:
+    heads, dim, conv = kda_dims(view, 32)
+    return 3 * heads * dim * (conv - 1) + heads * dim * dim
+
+
+def kda_params(ctx: LayerCtx) -> int:
+    heads, dim, conv = kda_dims(ctx.view, ctx.attention.get("num_heads") or 32)
+    h, qkv = ctx.hidden, heads * dim
+    projections = 3 * h * qkv + qkv * h  # q, k, v in; o out
+    short_convs = 3 * qkv * conv
+    forget_gate = h * dim + dim * qkv + qkv + heads  # low-rank gate, dt_bias, A_log
+    beta = h * heads
+    output_gate = h * dim + dim * qkv + dim  # low-rank gate and its norm
+    return projections + short_convs + forget_gate + beta + output_gate
+
+
+# -- Mamba-1 (transformers modeling_mamba.py MambaMixer) -------------------------------------
+
+
+def mamba1_dims(view: ConfigView, hidden: int) -> tuple[int, int, int, int]:
+    """(d_inner, d_state, d_conv, dt_rank) of a Mamba-1 mixer."""
+    expand = positive(view.get_int("mamba_expand", "expand")) or 2
+    # falcon-mamba-7b says expand=16 but intermediate_size=8192 (2x): the weights follow intermediate_size.
+    d_inner = positive(view.get_int("intermediate_size")) if not view.present("mamba_expand") else None
+    d_inner = d_inner or expand * hidden
+    d_state = positive(view.get_int("mamba_d_state", "state_size", "d_state")) or 16
+    d_conv = positive(view.get_int("mamba_d_conv", "conv_kernel", "d_conv")) or 4
+    dt_rank = positive(view.get_int("mamba_dt_rank", "time_step_rank", "dt_rank")) or -(-hidden // 16)
+    return d_inner, d_state, d_conv, dt_rank
+
+
+def mamba1_state(view: ConfigView, hidden: int | None) -> int:
+    if hidden is None:
+        return 0
+    d_inner, d_state, d_conv, _ = mamba1_dims(view, hidden)
+    return d_inner * (d_conv - 1) + d_inner * d_state
+
+
+def mamba1_params(ctx: LayerCtx) -> int:
+    view, h = ctx.view, ctx.hidden
+    d_inner, d_state, d_conv, dt_rank = mamba1_dims(view, h)
+    proj_bias = bool(view.get_bool("use_bias", "mamba_proj_bias"))
+    conv_bias = view.get_bool("use_conv_bias", "mamba_conv_bias") is not False
+    in_out = h * 2 * d_inner + d_inner * h + (2 * d_inner + h if proj_bias else 0)
+    conv = d_inner * d_conv + (d_inner if conv_bias else 0)
+    x_proj = d_inner * (dt_rank + 2 * d_state)
+    dt_proj = dt_rank * d_inner + d_inner
+    ssm = d_inner * d_state + d_inner  # A_log, D
+    total = in_out + conv + x_proj + dt_proj + ssm
+    if ctx.family.mamba_dt_norms:
+        total += dt_rank + 2 * d_state  # Jamba's dt/B/C layernorms
+    return total
+
+
+# -- Mamba-2 (transformers modeling_mamba2.py Mamba2Mixer) -----------------------------------
+
+
+def _small_int(value: Any) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) and 0 < value <= 1 << 20 else None
+
+
+def mamba2_dims(view: ConfigView, hidden: int) -> tuple[int, int, int, int, int]:
+    """(d_inner, n_groups, d_state, n_heads, d_conv) of a Mamba-2 mixer, whatever the family's key names."""
+    ssm_cfg = view.get_dict("ssm_cfg") or {}
+    heads = positive(view.get_int("mamba_num_heads", "mamba_n_heads"))
+    head_dim = positive(view.get_int("mamba_head_dim", "mamba_d_head"))
+    if family_of(view.get_str("model_type")).ssm_heads_named_plainly:
+        # transformers' Mamba2Config names its SSM heads num_heads / head_dim.
+        heads = heads or positive(view.get_int("num_heads"))
+        head_dim = head_dim or positive(view.get_int("head_dim"))
+    expand = positive(view.get_int("mamba_expand", "expand")) or _small_int(ssm_cfg.get("expand")) or 2
+    d_inner = positive(view.get_int("mamba_d_ssm")) or (
+        heads * head_dim if heads and head_dim else expand * hidden
+    )
+    head_dim = head_dim or _small_int(ssm_cfg.get("headdim")) or 64
+    heads = heads or max(d_inner // head_dim, 1)
+    groups = (
+        positive(view.get_int("mamba_n_groups", "n_groups", "mamba_num_groups"))
+        or _small_int(ssm_cfg.get("ngroups"))
+        or 1
+    )
+    d_state = (
+        positive(view.get_int("mamba_d_state", "ssm_state_size", "state_size"))
+        or _small_int(ssm_cfg.get("d_state"))
+        or 128
+    )
+    d_conv = positive(view.get_int("mamba_d_conv", "conv_kernel")) or _small_int(ssm_cfg.get("d_conv")) or 4
+    return d_inner, groups, d_state, heads, d_conv
+
+
+def mamba2_state(view: ConfigView, hidden: int | None) -> int:
+    if hidden is None:
+        return 0
+    d_inner, groups, d_state, _, d_conv = mamba2_dims(view, hidden)
+    return (d_inner + 2 * groups * d_state) * (d_conv - 1) + d_inner * d_state
+
+
+def mamba2_params(ctx: LayerCtx) -> int:
+    view, h = ctx.view, ctx.hidden
+    d_inner, groups, d_state, heads, d_conv = mamba2_dims(view, h)
+    conv_dim = d_inner + 2 * groups * d_state
+    conv_bias = view.get_bool("use_conv_bias", "mamba_conv_bias") is not False
+    proj_bias = bool(view.get_bool("use_bias", "mamba_proj_bias"))
+    total = h * (d_inner + conv_dim + heads) + conv_dim * d_conv + 3 * heads + d_inner + d_inner * h
+    total += (conv_dim if conv_bias else 0) + (d_inner + conv_dim + heads + h if proj_bias else 0)
+    if ctx.family.mamba_norm_flag and not view.get_bool("mamba_rms_norm"):
+        total -= d_inner  # Falcon-H1 drops the gated norm unless mamba_rms_norm
+    return total
