@@ -8,8 +8,8 @@ the guards live in one place and every other module can assume clean values.
 The view also unwraps multimodal and wrapper configs (Kimi-K2.5's ``kimi_k25``
 with everything in ``text_config``; LLaVA-style ``text_config``; InternVL's
 ``llm_config``; DeepSeek-VL's ``language_config``; Qwen-Omni's
-``thinker_config.text_config``) and remembers which keys each verdict read, so
-the profile can cite its evidence.
+``thinker_config.text_config``: the contract's ``WRAPPER_TEXT_CONFIG_KEYS``) and
+remembers which keys each verdict read, so the profile can cite its evidence.
 """
 
 from __future__ import annotations
@@ -18,14 +18,16 @@ import math
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from introspect.remote.contract import WRAPPER_TEXT_CONFIG_KEYS
+
 # Bounds that keep arithmetic and list building cheap whatever the file says.
 MAX_DEPTH = 24  # nesting levels kept when copying the config
 MAX_ITEMS = 200_000  # entries kept per list / dict
 MAX_LAYERS = 100_000  # no real model has more; a bigger value is garbage
 MAX_SIZE = 10**12  # any width, count or vocab beyond this is garbage
 
-# Keys that hold the language model inside a wrapper config, in search order.
-NESTED_TEXT_KEYS = ("text_config", "llm_config", "language_config", "language_model_config", "thinker_config")
+# Keys that hold the language model inside a wrapper config, in search order: the contract's list.
+NESTED_TEXT_KEYS = WRAPPER_TEXT_CONFIG_KEYS
 
 # Keys a wrapper may keep at its top level while the text model lives nested.
 INHERITED_KEYS = frozenset(
@@ -44,34 +46,6 @@ _MODEL_MARKERS = (
     "text_config",
     "model_type",
 )
-
-
-# Documented defaults of the transformers configuration classes, for the keys a
-# real config.json of that family is known to omit (Gemma-3's text_config has no
-# vocab_size; GPT-2 and Gemma tie embeddings without saying so).
-FAMILY_DEFAULTS: dict[str, dict[str, Any]] = {
-    "gpt2": {"tie_word_embeddings": True},
-    "bert": {"tie_word_embeddings": True, "type_vocab_size": 2},
-    "roberta": {"tie_word_embeddings": True},
-    "falcon": {"tie_word_embeddings": True},
-    "RefinedWeb": {"tie_word_embeddings": True},
-    "RefinedWebModel": {"tie_word_embeddings": True},
-    "gpt_bigcode": {"tie_word_embeddings": True},
-    "starcoder2": {"tie_word_embeddings": True},
-    "mamba": {"tie_word_embeddings": True},
-    "falcon_mamba": {"tie_word_embeddings": True},
-    "gemma": {"tie_word_embeddings": True},
-    "gemma2": {"tie_word_embeddings": True, "sliding_window": 4096},
-    "gemma3_text": {
-        "tie_word_embeddings": True,
-        "vocab_size": 262_208,
-        "max_position_embeddings": 131_072,
-        "head_dim": 256,
-        "sliding_window": 4096,
-        "sliding_window_pattern": 6,
-    },
-    "gemma3": {"tie_word_embeddings": True},
-}
 
 
 def sanitize(value: Any, _depth: int = 0, _stack: frozenset[int] = frozenset()) -> Any:

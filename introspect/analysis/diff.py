@@ -1,4 +1,4 @@
-"""Two profiles in, their differences out, grouped (issue 8). Pure: no I/O.
+"""Two profiles in, their differences out, grouped. Pure: no I/O.
 
 Groups:
 
@@ -24,6 +24,8 @@ import difflib
 from collections.abc import Callable, Iterable
 from typing import Any
 
+from introspect.remote.contract import as_dict
+
 GROUPS = ("architecture", "tokenizer", "files", "environment")
 ARCH_IGNORED = frozenset({"evidence", "summary", "config_path", "path"})
 MAX_LIST_INDEX = 4096      # longest list flattened item by item
@@ -31,10 +33,6 @@ MAX_TEMPLATE_LINES = 400   # unified diff lines kept
 TOKEN_FIELDS = ("bos", "eos", "pad", "unk", "mask")
 
 Change = dict[str, Any]
-
-
-def _d(value: Any) -> dict[str, Any]:
-    return value if isinstance(value, dict) else {}
 
 
 # --------------------------------------------------------------------------- flattening
@@ -84,8 +82,8 @@ def _group(changes: list[Change], notes: list[str] | None = None, **extra: Any) 
 
 
 def diff_architecture(a: dict[str, Any], b: dict[str, Any]) -> dict[str, Any]:
-    fa = flatten(_d(a.get("architecture")), ignored=ARCH_IGNORED)
-    fb = flatten(_d(b.get("architecture")), ignored=ARCH_IGNORED)
+    fa = flatten(as_dict(a.get("architecture")), ignored=ARCH_IGNORED)
+    fb = flatten(as_dict(b.get("architecture")), ignored=ARCH_IGNORED)
     return _group(compare_flat(fa, fb))
 
 
@@ -114,7 +112,7 @@ def _template_diff(ta: dict[str, Any], tb: dict[str, Any], labels: tuple[str, st
 
 
 def diff_tokenizer(a: dict[str, Any], b: dict[str, Any], labels: tuple[str, str] = ("A", "B")) -> dict[str, Any]:
-    ta, tb = _d(a.get("tokenizer")), _d(b.get("tokenizer"))
+    ta, tb = as_dict(a.get("tokenizer")), as_dict(b.get("tokenizer"))
     changes: list[Change] = []
     for key in ("loaded", "source", "class", "vocab_size"):
         changes += compare_flat({key: ta.get(key)}, {key: tb.get(key)})
@@ -124,10 +122,10 @@ def diff_tokenizer(a: dict[str, Any], b: dict[str, Any], labels: tuple[str, str]
     for token_id in sorted(set(sa) | set(sb)):
         if sa.get(token_id) != sb.get(token_id):
             changes.append({"key": f"special_tokens[{token_id}]", "a": sa.get(token_id), "b": sb.get(token_id)})
-    error_a, error_b = _d(ta.get("error")), _d(tb.get("error"))
+    error_a, error_b = as_dict(ta.get("error")), as_dict(tb.get("error"))
     for key in ("type", "missing_packages"):
         changes += compare_flat({f"error.{key}": error_a.get(key)}, {f"error.{key}": error_b.get(key)})
-    ca, cb = _d(ta.get("chat_template")), _d(tb.get("chat_template"))
+    ca, cb = as_dict(ta.get("chat_template")), as_dict(tb.get("chat_template"))
     for key in ("present", "source", "sha256"):
         changes += compare_flat({f"chat_template.{key}": ca.get(key)}, {f"chat_template.{key}": cb.get(key)})
     template = _template_diff(ca, cb, labels)
@@ -138,7 +136,7 @@ def diff_tokenizer(a: dict[str, Any], b: dict[str, Any], labels: tuple[str, str]
 
 
 def _hashes(profile: dict[str, Any]) -> dict[str, Any] | None:
-    hashes = _d(profile.get("files")).get("hashes")
+    hashes = as_dict(profile.get("files")).get("hashes")
     if hashes is None:
         hashes = profile.get("hashes")  # tolerated: a profile that kept them at the top level
     return hashes if isinstance(hashes, dict) else None
@@ -146,24 +144,24 @@ def _hashes(profile: dict[str, Any]) -> dict[str, Any] | None:
 
 def _file_shas(profile: dict[str, Any]) -> dict[str, str | None]:
     shas: dict[str, str | None] = {}
-    for name, info in _d(_d(_hashes(profile)).get("files")).items():
-        shas[str(name)] = _d(info).get("sha256")
+    for name, info in as_dict(as_dict(_hashes(profile)).get("files")).items():
+        shas[str(name)] = as_dict(info).get("sha256")
     # Custom code is hashed by the files probe into every profile, with or without `hashes`.
-    for code in _d(profile.get("files")).get("custom_code") or []:
+    for code in as_dict(profile.get("files")).get("custom_code") or []:
         if isinstance(code, dict) and code.get("file") and str(code["file"]) not in shas:
             shas[str(code["file"])] = code.get("sha256")
     return shas
 
 
 def _weights_flat(profile: dict[str, Any]) -> dict[str, Any]:
-    weights = _d(_d(_hashes(profile)).get("weights"))
-    index = _d(weights.get("index"))
+    weights = as_dict(as_dict(_hashes(profile)).get("weights"))
+    index = as_dict(weights.get("index"))
     out: dict[str, Any] = {}
     if index:
         out["weights.index"] = index.get("file")
         out["weights.index.sha256"] = index.get("sha256")
         out["weights.index.total_size"] = index.get("total_size")
-    for shard, size in _d(weights.get("shards")).items():
+    for shard, size in as_dict(weights.get("shards")).items():
         out[f"weights.shards.{shard}"] = size
     for shard in weights.get("missing_shards") or []:
         out[f"weights.shards.{shard}"] = "missing"
@@ -181,16 +179,16 @@ def diff_files(a: dict[str, Any], b: dict[str, Any]) -> dict[str, Any]:
     if all(have):
         changes += compare_flat(_weights_flat(a), _weights_flat(b))
         skipped = sorted({s.get("name") for h in (_hashes(a), _hashes(b))
-                          for s in _d(h).get("skipped") or [] if isinstance(s, dict)})
+                          for s in as_dict(h).get("skipped") or [] if isinstance(s, dict)})
         if skipped:
             notes.append("not hashed (above the size cap): " + ", ".join(map(str, skipped)))
     return _group(changes, notes)
 
 
 def diff_environment(a: dict[str, Any], b: dict[str, Any]) -> dict[str, Any]:
-    ea, eb = _d(a.get("environment")), _d(b.get("environment"))
+    ea, eb = as_dict(a.get("environment")), as_dict(b.get("environment"))
     changes = compare_flat({"python_version": ea.get("python_version")}, {"python_version": eb.get("python_version")})
-    changes += compare_flat(_d(ea.get("packages")), _d(eb.get("packages")), "packages.")
+    changes += compare_flat(as_dict(ea.get("packages")), as_dict(eb.get("packages")), "packages.")
     return _group(changes)
 
 
@@ -198,7 +196,7 @@ def diff_environment(a: dict[str, Any], b: dict[str, Any]) -> dict[str, Any]:
 
 
 def _label(profile: dict[str, Any], default: str) -> str:
-    target = _d(profile.get("target"))
+    target = as_dict(profile.get("target"))
     if target.get("model_path"):
         return f"{target.get('host') or 'local'}:{target['model_path']}"
     return default
@@ -207,7 +205,7 @@ def _label(profile: dict[str, Any], default: str) -> str:
 def diff_profiles(a: dict[str, Any], b: dict[str, Any], groups: Iterable[str] = GROUPS, *,
                   labels: tuple[str, str] | None = None) -> dict[str, Any]:
     """Grouped differences between two profiles; ``identical`` covers the compared groups only."""
-    a, b = _d(a), _d(b)
+    a, b = as_dict(a), as_dict(b)
     wanted = list(dict.fromkeys(groups))
     unknown = [g for g in wanted if g not in GROUPS]
     if unknown:

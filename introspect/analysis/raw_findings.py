@@ -1,0 +1,55 @@
+"""Findings read straight off the raw facts: remote errors and modules the model's code lacks."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from introspect.analysis.findings import Finding, Severity, pip_fix
+from introspect.remote.contract import as_dict
+
+# Error types the remote reports that are only worth a warning.
+WARNING_ERROR_TYPES = {"data-truncated", "listing-truncated", "dangling", "dangling-symlink", "symlink-loop",
+                       "scan-truncated", "missing-custom-code", "remote-repo"}
+
+# Fixes for remote error types that have an obvious one.
+ERROR_FIXES = {
+    "missing-custom-code": "copy the missing .py file from the model's repository into the model dir",
+    "too-large": "raise --max-json-bytes if the file is legitimately that large",
+    "malformed-json": "re-download or repair the file",
+    "not-utf8": "re-download the file; it is not UTF-8 text",
+    "header-too-large": "the shard is corrupt or not safetensors: re-download it",
+    "truncated-header": "the shard is truncated: re-download it",
+    "malformed-header": "the shard is corrupt: re-download it",
+    "missing-shard": "a shard named in model.safetensors.index.json is missing: finish the download",
+}
+
+
+def error_findings(errors: list[Any]) -> list[Finding]:
+    """One finding per error record the remote tasks reported."""
+    out = []
+    for err in errors:
+        if not isinstance(err, dict):
+            continue
+        kind = str(err.get("type") or "error")
+        probe = err.get("probe") or "probe"
+        severity = Severity.WARNING if kind in WARNING_ERROR_TYPES else Severity.ERROR
+        code = "probe-timeout" if kind in ("timeout", "ProbeTimeout") else f"{probe}-{kind}".lower()
+        out.append(Finding(severity, code, f"{probe}: {err.get('message')}",
+                           err.get("hint") or ERROR_FIXES.get(kind)))
+    return out
+
+
+def missing_module_findings(env: Any, target: dict[str, Any], already: set[str]) -> list[Finding]:
+    """A finding per module the model's own code imports and the target lacks (unless already said)."""
+    out = []
+    modules = as_dict(env.get("custom_code_modules"))
+    for name in env.get("missing_modules") or []:
+        dist = as_dict(modules.get(name)).get("distribution") or name
+        if dist.lower() in already:
+            continue
+        out.append(Finding(
+            Severity.ERROR, "missing-package",
+            f"the model's own code imports {name!r}, but package {dist!r} is not installed in "
+            f"{target.get('venv') or target.get('python') or 'the target Python'}",
+            pip_fix(target, dist)))
+    return out

@@ -1,0 +1,80 @@
+"""The typed profile (``introspect.profile/v1``) and its JSON form.
+
+The large sections (architecture, tokenizer) stay JSON-shaped dicts: their layout
+is documented in their modules and pinned by the golden tests. The small ones are
+TypedDicts; findings are :class:`~introspect.analysis.findings.Finding` records.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, TypedDict
+
+from introspect.analysis.findings import Finding
+
+PROFILE_SCHEMA = "introspect.profile/v1"
+
+
+class TargetSection(TypedDict):
+    """Where the profile was taken: the raw ``target`` block, each key present (null when unknown)."""
+
+    host: str | None
+    port: int | None
+    user: str | None
+    python: str | None
+    venv: str | None
+    model_path: str | None
+
+
+class EnvironmentSection(TypedDict):
+    python_version: str | None
+    python_executable: str | None
+    venv: str | None
+    in_venv: bool | None
+    packages: dict[str, Any]
+    missing_modules: list[Any]
+    custom_code_modules: dict[str, Any]
+
+
+class FilesSection(TypedDict):
+    model_path: str | None
+    real_path: str | None
+    status: str | None
+    listing: list[Any]
+    total_size: int | None
+    custom_code: list[dict[str, Any]]
+    safetensors_bytes_read: int | None
+    hashes: dict[str, Any] | None
+
+
+@dataclass
+class Profile:
+    """One model's profile: the sections, the findings (errors first), the timings."""
+
+    target: TargetSection
+    environment: EnvironmentSection
+    architecture: dict[str, Any]
+    tokenizer: dict[str, Any]
+    files: FilesSection
+    findings: list[Finding] = field(default_factory=list)
+    timings: dict[str, Any] = field(default_factory=dict)
+    cache: dict[str, Any] | None = None
+    schema: str = PROFILE_SCHEMA
+
+    @property
+    def has_errors(self) -> bool:
+        return any(f.severity.value == "error" for f in self.findings)
+
+    def to_json(self) -> dict[str, Any]:
+        """The ``introspect.profile/v1`` document, keys in their documented order."""
+        return {
+            "schema": self.schema,
+            "target": dict(self.target),
+            "environment": dict(self.environment),
+            "architecture": self.architecture,
+            "tokenizer": self.tokenizer,
+            "files": dict(self.files),
+            "findings": [f.to_json() for f in self.findings],
+            "timings": self.timings,
+            "cache": self.cache,
+        }
