@@ -10,7 +10,6 @@ gives nulls and findings out.
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 from introspect.analysis.attention import analyze_attention, empty_attention, hidden_size

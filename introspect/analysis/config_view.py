@@ -217,7 +217,8 @@ class ConfigView:
             if not isinstance(value, list):
                 return None
             out = [_as_int(item, minimum, maximum) for item in value]
-            return None if any(item is None for item in out) else out  # type: ignore[misc]
+            ints = [item for item in out if item is not None]
+            return ints if len(ints) == len(out) else None
 
         return self._typed(keys, convert)
 

@@ -178,7 +178,7 @@ def diff_files(a: dict[str, Any], b: dict[str, Any]) -> dict[str, Any]:
     changes = compare_flat(_file_shas(a), _file_shas(b), "sha256:")
     if all(have):
         changes += compare_flat(_weights_flat(a), _weights_flat(b))
-        skipped = sorted({s.get("name") for h in (_hashes(a), _hashes(b))
+        skipped = sorted({str(s.get("name")) for h in (_hashes(a), _hashes(b))
                           for s in as_dict(h).get("skipped") or [] if isinstance(s, dict)})
         if skipped:
             notes.append("not hashed (above the size cap): " + ", ".join(map(str, skipped)))

@@ -60,9 +60,23 @@ class Family:
 
 UNKNOWN = Family(None, upstream="", known=False)
 
-_QWEN3_5 = dict(recurrent=GDN, gated_q=True)
-_ENCODER = dict(ungated_ffn=True, bias=True, learned_positions=True, encoder_extras=True)
-_FALCON = dict(ungated_ffn=True, new_decoder_kv=True, defaults=_TIED)
+
+
+def _qwen3_5(model_type: str, upstream: str) -> Family:
+    """Qwen3-Next / Qwen3.5: Gated DeltaNet layers and output-gated attention."""
+    return Family(model_type, upstream, recurrent=GDN, gated_q=True)
+
+
+def _encoder(model_type: str, upstream: str, defaults: Mapping[str, Any]) -> Family:
+    """BERT-style encoders: GELU FFN, biases, learned positions, token types and a pooler."""
+    return Family(model_type, upstream, defaults=defaults, ungated_ffn=True, bias=True, learned_positions=True,
+                  encoder_extras=True)
+
+
+def _falcon(model_type: str, upstream: str) -> Family:
+    """Falcon under its three model_type names: GELU FFN, tied, grouped KV with the new decoder."""
+    return Family(model_type, upstream, defaults=_TIED, ungated_ffn=True, new_decoder_kv=True)
+
 _GEMMA3_TEXT = MappingProxyType({
     "tie_word_embeddings": True, "vocab_size": 262_208, "max_position_embeddings": 131_072, "head_dim": 256,
     "sliding_window": 4096, "sliding_window_pattern": 6,
@@ -99,12 +113,12 @@ _ROWS = (
            ungated_ffn=True, defaults=_TIED),
     Family("mpt", "transformers modeling_mpt.py MptMLP (up_proj/down_proj; ALiBi; tied)",
            ungated_ffn=True, defaults=_TIED),
-    Family("falcon", "transformers configuration_falcon.py / modeling_falcon.py", **_FALCON),
-    Family("RefinedWeb", "tiiuae/falcon-40b configuration_RW.py (old name of falcon)", **_FALCON),
-    Family("RefinedWebModel", "tiiuae/falcon-7b configuration_RW.py (old name of falcon)", **_FALCON),
-    Family("bert", "transformers modeling_bert.py (type_vocab_size=2, pooler)",
-           defaults=MappingProxyType({"tie_word_embeddings": True, "type_vocab_size": 2}), **_ENCODER),
-    Family("roberta", "transformers modeling_roberta.py", defaults=_TIED, **_ENCODER),
+    _falcon("falcon", "transformers configuration_falcon.py / modeling_falcon.py"),
+    _falcon("RefinedWeb", "tiiuae/falcon-40b configuration_RW.py (old name of falcon)"),
+    _falcon("RefinedWebModel", "tiiuae/falcon-7b configuration_RW.py (old name of falcon)"),
+    _encoder("bert", "transformers modeling_bert.py (type_vocab_size=2, pooler)",
+             MappingProxyType({"tie_word_embeddings": True, "type_vocab_size": 2})),
+    _encoder("roberta", "transformers modeling_roberta.py", _TIED),
     # -- MoE --------------------------------------------------------------------------------------
     Family("mixtral", "transformers configuration_mixtral.py / modeling_mixtral.py"),
     Family("qwen2_moe", "transformers modeling_qwen2_moe.py (q/k/v biases, gated shared expert)", qkv_bias=True),
@@ -121,11 +135,11 @@ _ROWS = (
            sliding_period=2, router_bias=True, o_proj_bias=True, expert_bias=True),
     # -- hybrids and recurrent mixers ------------------------------------------------------------
     Family("minimax", "transformers modeling_minimax.py (attn_type_list: lightning / softmax)"),
-    Family("qwen3_next", "transformers modeling_qwen3_next.py (Gated DeltaNet, gated attention)", **_QWEN3_5),
-    Family("qwen3_5", "transformers configuration_qwen3_5.py (wrapper of qwen3_5_text)", **_QWEN3_5),
-    Family("qwen3_5_text", "transformers modeling_qwen3_5.py", **_QWEN3_5),
-    Family("qwen3_5_moe", "transformers configuration_qwen3_5_moe.py (wrapper of qwen3_5_moe_text)", **_QWEN3_5),
-    Family("qwen3_5_moe_text", "transformers modeling_qwen3_5_moe.py", **_QWEN3_5),
+    _qwen3_5("qwen3_next", "transformers modeling_qwen3_next.py (Gated DeltaNet, gated attention)"),
+    _qwen3_5("qwen3_5", "transformers configuration_qwen3_5.py (wrapper of qwen3_5_text)"),
+    _qwen3_5("qwen3_5_text", "transformers modeling_qwen3_5.py"),
+    _qwen3_5("qwen3_5_moe", "transformers configuration_qwen3_5_moe.py (wrapper of qwen3_5_moe_text)"),
+    _qwen3_5("qwen3_5_moe_text", "transformers modeling_qwen3_5_moe.py"),
     Family("kimi_linear", "moonshotai/Kimi-Linear-48B-A3B-Instruct modeling_kimi.py (KDA + MLA)",
            recurrent=KDA, router_bias=True),
     Family("jamba", "transformers modeling_jamba.py (dt/B/C layernorms)", recurrent=MAMBA, mamba_dt_norms=True),

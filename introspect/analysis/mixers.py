@@ -29,7 +29,6 @@ from introspect.analysis import mixer_math as math_
 from introspect.analysis.kinds import CONV, FULL, GDN, KDA, LINEAR, MAMBA, MAMBA2, MLP, SLIDING
 from introspect.analysis.mixer_math import LayerCtx
 
-
 StateFn = Callable[[Any, int | None], int]  # (ConfigView, hidden size) -> state elements per layer
 ParamsFn = Callable[[LayerCtx], int]
 

@@ -51,6 +51,11 @@ def environment_section(raw: RawFacts | dict[str, Any]) -> EnvironmentSection:
     }
 
 
+def _target_section(block: dict[str, Any]) -> TargetSection:
+    return TargetSection(host=block.get("host"), port=block.get("port"), user=block.get("user"),
+                         python=block.get("python"), venv=block.get("venv"), model_path=block.get("model_path"))
+
+
 def _custom_code(files: dict[str, Any]) -> list[dict[str, Any]]:
     out = []
     for module in files.get("custom_code") or []:
@@ -77,7 +82,7 @@ def _files_section(raw: RawFacts | dict[str, Any], files: dict[str, Any]) -> Fil
 def analyze(raw: RawFacts | dict[str, Any]) -> Profile:
     """The full typed profile. Never raises on malformed raw facts."""
     raw = as_dict(raw)
-    target: TargetSection = {key: as_dict(raw.get("target")).get(key) for key in TARGET_KEYS}  # type: ignore[misc]
+    target = _target_section(as_dict(raw.get("target")))
     files = as_dict(raw.get("files"))
     options = as_dict(raw.get("options"))
     environment = environment_section(raw)

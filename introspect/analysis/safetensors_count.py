@@ -22,6 +22,7 @@ their own so they can be compared with the config estimate like for like.
 from __future__ import annotations
 
 from collections import Counter
+from dataclasses import dataclass, field
 from typing import Any
 
 DTYPE_BITS = {
@@ -156,72 +157,92 @@ def _mtp_part(logical: int, layers: set[int], num_layers: int | None) -> int:
     return logical * extra // len(layers)
 
 
+def _usable_groups(shards: list[Any]) -> tuple[list[dict[str, Any]], int, int]:
+    """(tensor groups of the readable shards, shards read, shards failed)."""
+    groups: list[dict[str, Any]] = []
+    shards_ok = shards_failed = 0
+    for shard in shards:
+        if not isinstance(shard, dict) or shard.get("error") or not isinstance(shard.get("groups"), list):
+            shards_failed += 1
+            continue
+        shards_ok += 1
+        groups.extend(g for g in shard["groups"][:MAX_GROUPS] if isinstance(g, dict))
+    return groups, shards_ok, shards_failed
+
+
+@dataclass
+class _Tally:
+    """Running sums over the tensor groups."""
+
+    total: int = 0
+    stored_elements: int = 0
+    excluded: int = 0
+    tensors: int = 0
+    stored_bits: int = 0
+    by_dtype: Counter[str] = field(default_factory=Counter)
+    sections: Counter[str] = field(default_factory=Counter)
+    # (template, dtype, shape) -> [logical, layer ids]: text weights, split into MTP layers at the end
+    per_template: dict[tuple[str, str, str], list[Any]] = field(default_factory=dict)
+
+    def add(self, group: dict[str, Any], quantization: dict[str, Any] | None, has_qweight: bool,
+            has_blocks: bool) -> None:
+        template, dtype = group.get("template"), group.get("dtype")
+        elements, count = _shape_elements(group.get("shape")), _count(group.get("count"))
+        if not isinstance(template, str) or not isinstance(dtype, str) or elements is None or count is None:
+            return
+        stored = elements * count
+        self.tensors += count
+        self.stored_elements += stored
+        self.stored_bits += stored * DTYPE_BITS.get(dtype, 0)
+        if _is_metadata(template, has_qweight, has_blocks):
+            self.excluded += stored
+            return
+        factor, label = _packing(template, dtype, quantization)
+        logical = stored * factor
+        self.total += logical
+        self.by_dtype[label or dtype] += logical
+        section = _section(template)
+        if section == "text":
+            entry = self.per_template.setdefault((template, dtype, str(group.get("shape"))), [0, set()])
+            entry[0] += logical
+            entry[1] |= _layer_ids(template, group.get("layer_ids"))
+        else:
+            self.sections[section] += logical
+
+    def split_mtp(self, num_layers: int | None) -> None:
+        for text_logical, layers in self.per_template.values():
+            mtp = _mtp_part(text_logical, layers, num_layers)
+            self.sections["mtp"] += mtp
+            self.sections["text"] += text_logical - mtp
+
+
 def count_safetensors(
     safetensors: Any, quantization: dict[str, Any] | None = None, num_layers: int | None = None
 ) -> dict[str, Any] | None:
     """{total, by_dtype, stored_bytes, shards, tensors, ...} or None when no shard summary is usable."""
     if not isinstance(safetensors, dict) or not isinstance(safetensors.get("shards"), list):
         return None
-    groups: list[dict[str, Any]] = []
-    shards_ok = shards_failed = 0
-    for shard in safetensors["shards"]:
-        if not isinstance(shard, dict) or shard.get("error") or not isinstance(shard.get("groups"), list):
-            shards_failed += 1
-            continue
-        shards_ok += 1
-        groups.extend(g for g in shard["groups"][:MAX_GROUPS] if isinstance(g, dict))
+    groups, shards_ok, shards_failed = _usable_groups(safetensors["shards"])
     if shards_ok == 0:
         return None
 
-    templates = {g.get("template") for g in groups if isinstance(g.get("template"), str)}
+    templates = {str(g["template"]) for g in groups if isinstance(g.get("template"), str)}
     has_qweight = any(t.endswith(".qweight") for t in templates)
     has_blocks = any(t.endswith("_blocks") for t in templates)
-
-    by_dtype: Counter[str] = Counter()
-    sections: Counter[str] = Counter()
-    per_template: dict[
-        tuple[str, str, str], list[Any]
-    ] = {}  # (template, dtype, shape) -> [logical, layer ids]
-    total = stored_elements = excluded = tensors = 0
-    stored_bits = 0
+    tally = _Tally()
     for group in groups:
-        template, dtype = group.get("template"), group.get("dtype")
-        elements, count = _shape_elements(group.get("shape")), _count(group.get("count"))
-        if not isinstance(template, str) or not isinstance(dtype, str) or elements is None or count is None:
-            continue
-        stored = elements * count
-        tensors += count
-        stored_elements += stored
-        stored_bits += stored * DTYPE_BITS.get(dtype, 0)
-        if _is_metadata(template, has_qweight, has_blocks):
-            excluded += stored
-            continue
-        factor, label = _packing(template, dtype, quantization)
-        logical = stored * factor
-        total += logical
-        by_dtype[label or dtype] += logical
-        section = _section(template)
-        if section == "text":
-            entry = per_template.setdefault((template, dtype, str(group.get("shape"))), [0, set()])
-            entry[0] += logical
-            entry[1] |= _layer_ids(template, group.get("layer_ids"))
-        else:
-            sections[section] += logical
-    for text_logical, layers in per_template.values():
-        mtp = _mtp_part(text_logical, layers, num_layers)
-        sections["mtp"] += mtp
-        sections["text"] += text_logical - mtp
-
+        tally.add(group, quantization, has_qweight, has_blocks)
+    tally.split_mtp(num_layers)
     return {
-        "total": total,
-        "by_dtype": dict(by_dtype),
-        "stored_bytes": stored_bits // 8,
+        "total": tally.total,
+        "by_dtype": dict(tally.by_dtype),
+        "stored_bytes": tally.stored_bits // 8,
         "shards": shards_ok,
         "shards_failed": shards_failed,
-        "tensors": tensors,
-        "stored_elements": stored_elements,
-        "excluded_elements": excluded,
-        "text": sections["text"],
-        "mtp": sections["mtp"],
-        "vision": sections["vision"],
+        "tensors": tally.tensors,
+        "stored_elements": tally.stored_elements,
+        "excluded_elements": tally.excluded,
+        "text": tally.sections["text"],
+        "mtp": tally.sections["mtp"],
+        "vision": tally.sections["vision"],
     }

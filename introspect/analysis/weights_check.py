@@ -21,6 +21,7 @@ import re
 from typing import Any
 
 from introspect.analysis.findings import Finding, Severity
+from introspect.remote.contract import as_dict
 
 _LAYER_TEMPLATE = re.compile(r"(?:^|\.)layers\.#\.")
 _EXPERT = re.compile(r"\.experts\.#\.")
@@ -53,7 +54,7 @@ def confirm_layers(arch: dict[str, Any], safetensors: Any) -> tuple[dict[str, An
     num_layers = arch.get("num_layers")
     if not isinstance(safetensors, dict) or not isinstance(num_layers, int) or num_layers <= 0:
         return None, []
-    layers = arch.get("layers") if isinstance(arch.get("layers"), dict) else {}
+    layers = as_dict(arch.get("layers"))
     result: dict[str, Any] = {"moe_layers": None, "mla_layers": None}
     findings: list[Finding] = []
 
@@ -65,7 +66,7 @@ def confirm_layers(arch: dict[str, Any], safetensors: Any) -> tuple[dict[str, An
         if stored != expected:
             findings.append(_disagree("MoE layers", expected, stored))
 
-    attention = arch.get("attention") if isinstance(arch.get("attention"), dict) else {}
+    attention = as_dict(arch.get("attention"))
     pattern = layers.get("pattern")
     stored = _layers_with(safetensors, "kv_a_proj_with_mqa", num_layers)
     if stored is not None and attention.get("type") == "MLA" and isinstance(pattern, list):
