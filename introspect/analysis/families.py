@@ -54,6 +54,7 @@ class Family:
     ssm_heads_named_plainly: bool = False  # SSM heads in num_heads / head_dim
     ffn_from_block_types: bool = False  # layers_block_type also says which layers have an FFN
     ffn_width_d_intermediate: bool = False  # the FFN width is d_intermediate (mamba_ssm layout)
+    shared_expert_key: str | None = None  # the key holding the width of the one shared expert
     new_decoder_kv: bool = False  # new_decoder_architecture: grouped KV heads, multi_query ignored
     known: bool = True
 
@@ -84,7 +85,10 @@ _GEMMA3_TEXT = MappingProxyType({
 
 _ROWS = (
     # -- dense attention ------------------------------------------------------------------------
-    Family("llama", "transformers configuration_llama.py / modeling_llama.py"),
+    # LlamaConfig's defaults: wrappers (LLaVA) often name only the keys that differ from them.
+    Family("llama", "transformers configuration_llama.py / modeling_llama.py", defaults=MappingProxyType({
+        "vocab_size": 32000, "hidden_size": 4096, "intermediate_size": 11008, "num_hidden_layers": 32,
+        "num_attention_heads": 32, "max_position_embeddings": 2048})),
     Family("mistral", "transformers configuration_mistral.py / modeling_mistral.py"),
     Family("qwen2", "transformers modeling_qwen2.py (q/k/v biases)", qkv_bias=True),
     Family("qwen3", "transformers modeling_qwen3.py (q_norm/k_norm)", qk_norm=True),
@@ -155,8 +159,9 @@ _ROWS = (
            recurrent=MAMBA2, layout=PARALLEL_HYBRID, mamba_norm_flag=True),
     Family("bamba", "transformers configuration_bamba.py (attn_layer_indices; Mamba-2 elsewhere)",
            recurrent=MAMBA2, layout=ATTN_LAYER_INDICES),
-    Family("granitemoehybrid", "transformers modeling_granitemoehybrid.py (layer_types mamba/attention)",
-           recurrent=MAMBA2),
+    Family("granitemoehybrid", "transformers modeling_granitemoehybrid.py (layer_types mamba/attention, "
+           "GraniteMoeHybridMLP shared expert of shared_intermediate_size)",
+           recurrent=MAMBA2, shared_expert_key="shared_intermediate_size"),
     Family("zamba2", "transformers modeling_zamba2.py (layers_block_type mamba/hybrid)", recurrent=MAMBA2),
     # -- wrappers (the text model is nested; its own row answers) --------------------------------
     Family("kimi_k25", "moonshotai/Kimi-K2.5 configuration_kimi_k25.py (text_config: DeepSeek-V3)"),

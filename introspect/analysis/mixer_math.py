@@ -73,6 +73,29 @@ def attention_params(ctx: LayerCtx) -> int:
     return _mla_params(ctx) if ctx.attention.get("type") == "MLA" else _heads_params(ctx)
 
 
+# -- lightning attention (transformers modeling_minimax.py MiniMaxLightningAttention) ---------
+
+
+def _lightning_width(ctx_attention: dict[str, Any]) -> tuple[int, int]:
+    return ctx_attention.get("num_heads") or 0, ctx_attention.get("head_dim") or 0
+
+
+def lightning_params(ctx: LayerCtx) -> int:
+    """qkv_proj (h -> 3 x heads x head_dim), output_gate, out_proj and the RMSNorm over heads x head_dim."""
+    heads, head_dim = _lightning_width(ctx.attention)
+    inner = heads * head_dim
+    return 5 * ctx.hidden * inner + inner
+
+
+def lightning_state(view: ConfigView, hidden: int | None) -> int:
+    """The running key-value state: heads x head_dim x head_dim per sequence."""
+    heads = positive(view.get_int("num_attention_heads"))
+    head_dim = positive(view.get_int("head_dim"))
+    if heads is None or head_dim is None:
+        return 0
+    return heads * head_dim * head_dim
+
+
 # -- Gated DeltaNet (transformers modeling_qwen3_next.py Qwen3NextGatedDeltaNet) -------------
 
 

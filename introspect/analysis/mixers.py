@@ -73,8 +73,9 @@ MIXERS: dict[str, Mixer] = {
         Mixer(MAMBA, "Mamba", names=("mamba1",), recurrent=True,
               markers=("mamba_d_state", "time_step_rank", "mamba_dt_rank"),
               state=math_.mamba1_state, params=math_.mamba1_params),
-        # MiniMax-Text-01 lightning attention: linear attention, counted without a state formula.
-        Mixer(LINEAR, "linear-attention", recurrent=True),
+        # MiniMax-Text-01 lightning attention (the generic "linear_attention" of a family without a row).
+        Mixer(LINEAR, "linear-attention", recurrent=True, state=math_.lightning_state,
+              params=math_.lightning_params),
         # LFM2's gated short convolution: a fixed state, no KV.
         Mixer(CONV, "conv", names=("conv",), recurrent=True),
         # Nemotron-H "-"/"E" blocks: an FFN only, no token mixing.

@@ -132,8 +132,12 @@ def _sparse_layers(
     return [ffn is not None for ffn in base], "every layer"
 
 
-def _shared(view: ConfigView, expert_width: int | None) -> tuple[int, int, bool]:
+def _shared(view: ConfigView, family: Family, expert_width: int | None) -> tuple[int, int, bool]:
     """(number of shared experts, their total intermediate size, has Qwen's shared gate)."""
+    if family.shared_expert_key is not None:
+        width = positive(view.get_int(family.shared_expert_key))
+        if width is not None:
+            return 1, width, False
     count = view.get_int(*SHARED_COUNT_KEYS)
     qwen_width = positive(view.get_int("shared_expert_intermediate_size"))
     nemotron_width = positive(view.get_int("moe_shared_expert_intermediate_size"))
@@ -169,7 +173,7 @@ def analyze_moe(view: ConfigView, family: Family, layout: LayerLayout) -> MoeLay
     if expert_width is None:
         # Mixtral, gpt-oss, MiniMax, Jamba: each expert is a full-width FFN.
         expert_width = positive(view.get_int("intermediate_size", "ffn_hidden_size"))
-    shared_count, shared_width, shared_gate = _shared(view, expert_width)
+    shared_count, shared_width, shared_gate = _shared(view, family, expert_width)
 
     section.update(
         {

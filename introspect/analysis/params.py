@@ -115,7 +115,8 @@ def vision_params(root: ConfigView, text_hidden: int) -> int | None:
     layers = positive(
         vc.get_int("depth", "num_hidden_layers", "vt_num_hidden_layers", "num_layers", maximum=MAX_LAYERS)
     )
-    width = positive(vc.get_int("hidden_size", "vt_hidden_size", "embed_dim", "width"))
+    # Qwen2-VL's vision_config keeps the tower width in embed_dim; its hidden_size is the merger's output.
+    width = positive(vc.get_int("embed_dim", "hidden_size", "vt_hidden_size", "width"))
     if layers is None or width is None:
         return None
     inner = positive(vc.get_int("intermediate_size", "vt_intermediate_size")) or 4 * width
