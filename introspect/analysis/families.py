@@ -55,6 +55,7 @@ class Family:
     ffn_from_block_types: bool = False  # layers_block_type also says which layers have an FFN
     ffn_width_d_intermediate: bool = False  # the FFN width is d_intermediate (mamba_ssm layout)
     shared_expert_key: str | None = None  # the key holding the width of the one shared expert
+    config_params: bool = True  # False: weights shared across layers, the config alone cannot count them
     new_decoder_kv: bool = False  # new_decoder_architecture: grouped KV heads, multi_query ignored
     known: bool = True
 
@@ -162,7 +163,9 @@ _ROWS = (
     Family("granitemoehybrid", "transformers modeling_granitemoehybrid.py (layer_types mamba/attention, "
            "GraniteMoeHybridMLP shared expert of shared_intermediate_size)",
            recurrent=MAMBA2, shared_expert_key="shared_intermediate_size"),
-    Family("zamba2", "transformers modeling_zamba2.py (layers_block_type mamba/hybrid)", recurrent=MAMBA2),
+    # Zamba2's hybrid layers reuse num_mem_blocks shared attention blocks: no per-layer count holds.
+    Family("zamba2", "transformers modeling_zamba2.py (layers_block_type mamba/hybrid, shared transformer blocks)",
+           recurrent=MAMBA2, config_params=False),
     # -- wrappers (the text model is nested; its own row answers) --------------------------------
     Family("kimi_k25", "moonshotai/Kimi-K2.5 configuration_kimi_k25.py (text_config: DeepSeek-V3)"),
     Family("gemma3", "transformers configuration_gemma3.py Gemma3Config (text_config)", defaults=_TIED),

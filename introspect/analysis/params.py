@@ -173,7 +173,7 @@ def estimate_params(
     """Config-based parameter counts; fields are None when the config lacks the sizes."""
     hidden = hidden_size(view)
     vocab = _vocab(view)
-    if hidden is None or not layout.pattern:
+    if hidden is None or not layout.pattern or not family.config_params:
         return ParamEstimate(None, None, None)
     ctx = LayerCtx(view, family, hidden, attention, _gated(view, family), family.bias)
     norm = 2 * hidden if ctx.bias else hidden
