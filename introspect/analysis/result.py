@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any, TypedDict
 
-from introspect.analysis.findings import Finding
+from introspect.analysis.findings import Finding, Severity
 
 PROFILE_SCHEMA = "introspect.profile/v1"
 
@@ -63,7 +63,7 @@ class Profile:
 
     @property
     def has_errors(self) -> bool:
-        return any(f.severity.value == "error" for f in self.findings)
+        return any(f.severity is Severity.ERROR for f in self.findings)
 
     def to_json(self) -> dict[str, Any]:
         """The ``introspect.profile/v1`` document, keys in their documented order."""

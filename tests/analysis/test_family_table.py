@@ -65,8 +65,10 @@ def test_no_known_family_is_called_unknown(name: str) -> None:
 @pytest.mark.parametrize("model_type", sorted(FAMILIES))
 def test_a_bare_config_of_every_row_is_known(model_type: str) -> None:
     """The table alone decides: even a config with only the family's name is not unknown."""
-    _, findings = analyze_architecture({"model_type": model_type, "num_hidden_layers": 2, "hidden_size": 64})
-    assert "unknown-family" not in [f["code"] for f in findings]
+    arch, findings = analyze_architecture({"model_type": model_type, "num_hidden_layers": 2, "hidden_size": 64})
+    codes = [f["code"] for f in findings]
+    assert "unknown-family" not in codes and "analysis-failed" not in codes, findings
+    assert arch["num_layers"] == 2
 
 
 def test_unknown_model_type_gets_the_finding() -> None:
