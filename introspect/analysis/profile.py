@@ -25,10 +25,8 @@ from introspect.analysis.snapshot import snapshot_remote_code_finding
 from introspect.analysis.tokenizer import tokenizer_section
 from introspect.remote.contract import RawFacts, as_dict
 
-__all__ = ["BAD_PATH_STATES", "PROFILE_SCHEMA", "TARGET_KEYS", "Profile", "analyze", "build_profile",
-           "environment_section", "exit_code"]
-
-TARGET_KEYS = ("host", "port", "user", "python", "venv", "model_path")
+__all__ = ["BAD_PATH_STATES", "PROFILE_SCHEMA", "Profile", "analyze", "build_profile", "environment_section",
+           "exit_code"]
 
 # Model-directory states that mean "wrong path", not "broken model" (exit 2).
 BAD_PATH_STATES = {"not-found", "not-a-directory", "not-a-model-dir", "permission-denied", "symlink-loop"}
@@ -52,6 +50,7 @@ def environment_section(raw: RawFacts | dict[str, Any]) -> EnvironmentSection:
 
 
 def _target_section(block: dict[str, Any]) -> TargetSection:
+    """The raw target block with every key present, in the profile's order."""
     return TargetSection(host=block.get("host"), port=block.get("port"), user=block.get("user"),
                          python=block.get("python"), venv=block.get("venv"), model_path=block.get("model_path"))
 
