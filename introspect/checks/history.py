@@ -25,7 +25,7 @@ import platformdirs
 from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
 
-from introspect.checks.health import CheckResult
+from introspect.checks.result import CheckResult, Status
 
 SCHEMA_VERSION = 1
 
@@ -101,7 +101,7 @@ def snapshot_from(
     packages = None
     if reach_error is None and facts and isinstance(facts.get("distributions"), Mapping):
         packages = {
-            canonicalize_name(name): str(info.get("version"))
+            str(canonicalize_name(name)): str(info.get("version"))
             for name, info in facts["distributions"].items()
             if isinstance(info, Mapping)
         }
@@ -160,7 +160,7 @@ class HistoryStore:
                 "INSERT INTO runs (started_at, finished_at, argv) VALUES (?, ?, ?)",
                 (started_at, finished_at, json.dumps(list(argv))),
             )
-            run_id = int(cur.lastrowid)
+            run_id = int(cur.lastrowid or 0)
             self._conn.executemany(
                 'INSERT INTO results (run_id, host, venv, "check", status, message, evidence_json) '
                 "VALUES (?, ?, ?, ?, ?, ?, ?)",
@@ -321,7 +321,7 @@ def drift(previous: Snapshot | None, current: Snapshot) -> list[CheckResult]:
             items = groups[kind]
             if not items:
                 continue
-            status = "warn" if kind in ("removed", "downgraded") else "info"
+            status: Status = "warn" if kind in ("removed", "downgraded") else "info"
             fix = _pin(current.venv, items) if status == "warn" else None
             message = f"{len(items)} package(s) {kind} since the previous run: " + "; ".join(map(texts[kind], items))
             out.append(CheckResult(f"drift:package-{kind}", status, message, fix, {**since, "packages": items}))

@@ -437,7 +437,8 @@ def _first_broken(summary: dict[str, Any] | None) -> dict[str, Any]:
 def _around(diff: dict[str, Any], key: str, width: int = 24) -> str:
     """The few characters from the first difference on (the probe sends more, kept as evidence)."""
     text = str(diff.get(key) or "")
-    offset = diff.get("offset") if isinstance(diff.get("offset"), int) else 0
+    offset = diff.get("offset")
+    offset = offset if isinstance(offset, int) else 0
     # The probe's snippets start up to 60 characters before the difference; keep a few of them.
     start = max(0, min(offset, 60) - 8)
     return text[start:start + width]

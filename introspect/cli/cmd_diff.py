@@ -1,4 +1,4 @@
-"""``introspect diff A B``: what differs between two model profiles (issue 8).
+"""``introspect diff A B``: what differs between two model profiles.
 
 A and B are each a saved profile (``probe --output FILE``) or a live target
 ``HOST:PATH`` / ``HOST:ORG/NAME[@REV]`` (HOST may be a hosts.yaml entry name), probed
@@ -20,7 +20,6 @@ import click
 
 from introspect.analysis.diff import GROUPS, diff_profiles
 from introspect.analysis.profile import PROFILE_SCHEMA
-from introspect.cli.cmd_probe import DEFAULT_DEADLINE_S, ProbeSettings, probe_target
 from introspect.cli.connect import (
     ConnectionFlags,
     connection_options,
@@ -28,9 +27,11 @@ from introspect.cli.connect import (
     known_hosts_for,
     load_inventory_for,
 )
+from introspect.client.hub import is_repo_id
+from introspect.client.model import ProbeRequest, probe_model
 from introspect.errors import EXIT_FINDINGS, EXIT_OK, InputError, IntrospectError, ModelPathError, UsageError
 from introspect.inventory import Inventory
-from introspect.models import is_repo_id
+from introspect.remote.contract import DEFAULT_FILES_TIMEOUT, DEFAULT_JSON_CAP, DEFAULT_TOKENIZER_TIMEOUT
 from introspect.transport.hostkeys import KnownHosts
 
 _SHA_RE = re.compile(r"^[0-9a-f]{64}$")
@@ -100,12 +101,12 @@ def live_profile(side: Side, flags: ConnectionFlags, inventory: Inventory | None
     """Probe one live target (resolving a hub id first) exactly as `introspect probe` does;
     the profile carries the file hashes the diff compares."""
     executor, entry = executor_for(dataclasses.replace(flags, host=side.host), inventory, known_hosts)
-    settings = ProbeSettings(
+    request = ProbeRequest(
         model=side.repo_id or side.path or "", venv=opts.venv, python_exe=opts.python, timeout=opts.timeout,
         files_timeout=opts.files_timeout, no_remote_code=not opts.remote_code,
         no_tokenizer=not opts.load_tokenizer, max_json_bytes=opts.json_cap, hf_cache=opts.hf_cache,
-        refresh=False, no_cache=True, deadline=DEFAULT_DEADLINE_S)
-    outcome = probe_target(settings, executor, entry)
+        no_cache=True)
+    outcome = probe_model(request, executor, entry)
     _check_raw(side, outcome.raw)
     return outcome.profile
 
@@ -192,11 +193,13 @@ def print_human(result: dict[str, Any]) -> None:
                              "(default: the host entry's first venv).")
 @click.option("--python", "python_exe", help="Interpreter on the hosts (default python3).")
 @click.option("--hf-cache", help="HF hub cache dir on the hosts, for HOST:org/name targets.")
-@click.option("--timeout", type=float, default=120.0, show_default=True, help="Seconds for each tokenizer load.")
-@click.option("--files-timeout", type=float, default=60.0, show_default=True, help="Seconds for the file probes.")
+@click.option("--timeout", type=float, default=DEFAULT_TOKENIZER_TIMEOUT, show_default=True,
+              help="Seconds for each tokenizer load.")
+@click.option("--files-timeout", type=float, default=DEFAULT_FILES_TIMEOUT, show_default=True,
+              help="Seconds for the file probes.")
 @click.option("--no-remote-code", is_flag=True, help="Never run the models' own code (trust_remote_code).")
 @click.option("--no-tokenizer", is_flag=True, help="Skip loading tokenizers; facts come from the files.")
-@click.option("--max-json-bytes", type=int, default=16 * 1024 * 1024, show_default=True,
+@click.option("--max-json-bytes", type=int, default=DEFAULT_JSON_CAP, show_default=True,
               help="Refuse (and do not hash) files above this size.")
 @connection_options
 def diff(a: str, b: str, only: tuple[str, ...], as_json: bool, venv: str | None, python_exe: str | None,

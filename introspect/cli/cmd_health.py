@@ -1,4 +1,4 @@
-"""``introspect health`` and ``introspect history`` (issue 4).
+"""``introspect health`` and ``introspect history``.
 
 ``health`` checks every selected host of the inventory in parallel (bounded, staggered
 connects, one connection per host, known_hosts parsed once), stores the run in the
@@ -7,12 +7,13 @@ history database, reports drift against the previous run, and exits 0 (all healt
 systemd timer: no prompt, plain lines when stderr is not a terminal, ``--prom`` for
 node_exporter's textfile collector.
 
-Rendering lives here, at the edge (architecture point 11): the checks produce plain
+Rendering lives here, at the edge: the checks produce plain
 dataclasses; this module turns them into a progress display, a table or JSON.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import sqlite3
 import time
@@ -37,7 +38,11 @@ from rich.progress import (
 from rich.table import Table
 
 from introspect.checks.health import CheckResult, exit_code
-from introspect.checks.health_run import (
+from introspect.checks.history import HistoryStore, default_path
+from introspect.checks.prom import write_prom
+from introspect.cli.connect import ConnectionFlags, executor_for, known_hosts_for, load_inventory_for
+from introspect.client.fleet import DEFAULT_STAGGER_S, FleetMonitor
+from introspect.client.health import (
     SCHEMA,
     HealthOptions,
     HostReport,
@@ -48,15 +53,10 @@ from introspect.checks.health_run import (
     result_dict,
     run_health,
 )
-from introspect.checks.history import HistoryStore, default_path
-from introspect.checks.prom import write_prom
-from introspect.cli.connect import ConnectionFlags, known_hosts_for, load_inventory_for, ssh_target
 from introspect.errors import UsageError
-from introspect.fleet import DEFAULT_STAGGER_S, FleetMonitor
 from introspect.inventory import HostEntry, Inventory, InventoryError, select_hosts
 from introspect.transport.base import Executor
 from introspect.transport.hostkeys import KnownHosts
-from introspect.transport.ssh import SSHExecutor
 
 STATUS_STYLE = {"pass": "green", "fail": "bold red", "warn": "yellow", "info": "cyan"}
 
@@ -100,7 +100,7 @@ def health(hosts_file: str | None, only: tuple[str, ...], tags: tuple[str, ...],
     flags = ConnectionFlags(host=None, port=None, user=None, identity=None, jump=None, known_hosts=known_hosts,
                             accept_new=accept_new, ssh_config=ssh_config, connect_timeout=connect_timeout,
                             hosts_file=hosts_file)
-    known = known_hosts_for(flags, inventory)  # parsed once, shared by every connection (issue 7)
+    known = known_hosts_for(flags, inventory)  # parsed once, shared by every connection
     options = HealthOptions(probe_timeout=timeout or inventory.defaults.probe_timeout)
     workers = parallel or inventory.defaults.parallel
 
@@ -137,7 +137,7 @@ def _select(inventory: Inventory, only: Sequence[str], tags: Sequence[str]) -> l
 def _executor_factory(flags: ConnectionFlags, inventory: Inventory,
                       known: KnownHosts) -> Callable[[HostEntry], Executor]:
     def make(host: HostEntry) -> Executor:
-        return SSHExecutor(ssh_target(flags, host, inventory), known)
+        return executor_for(dataclasses.replace(flags, host=host.name), inventory, known)[0]
 
     return make
 

@@ -93,7 +93,7 @@ def test_protocol_mismatch_is_refused():
 
 
 def test_probe_uses_one_connection_and_two_concurrent_channels(sshd, client_keys, kimi_model, venv_full):
-    from introspect.probe import ProbeOptions, gather
+    from introspect.client.model import ProbeOptions, gather
 
     ex = SSHExecutor(SSHTarget(host=sshd.address, port=sshd.port, identity=str(client_keys.key),
                                ssh_config="/dev/null"), KnownHosts(client_keys.known_hosts))

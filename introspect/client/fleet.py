@@ -185,9 +185,10 @@ def run_fleet(
         futures = {pool.submit(guarded, item): i for i, item in enumerate(items)}
         for future in concurrent.futures.as_completed(futures):
             index = futures[future]
-            results[index] = future.result()  # guarded() never raises
+            result = future.result()  # guarded() never raises
+            results[index] = result
             if on_done is not None:
-                on_done(index, items[index], results[index])
+                on_done(index, items[index], result)
     except BaseException:
         monitor.cancel()
         pool.shutdown(wait=False, cancel_futures=True)
