@@ -1,4 +1,4 @@
-"""Run history of `introspect health` in SQLite, and drift between runs (issue 4).
+"""Run history of `introspect health` in SQLite, and drift between runs.
 
 Each run stores its check results and, per host and venv, a *snapshot*: was the host
 reachable, which packages at which versions, which tokenizers loaded. The next run
@@ -26,6 +26,7 @@ from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
 
 from introspect.checks.result import CheckResult, Status
+from introspect.inventory import venv_pip
 
 SCHEMA_VERSION = 1
 
@@ -243,7 +244,7 @@ class HistoryStore:
 
 
 def _with_fix(r: CheckResult) -> dict[str, Any]:
-    # The schema has no fix column (issue 4's layout); keep it inside the evidence JSON.
+    # The results table has no fix column; keep the fix inside the evidence JSON.
     evidence = dict(r.evidence)
     if r.fix:
         evidence["_fix"] = r.fix
@@ -270,7 +271,7 @@ def _pin(venv: str, items: list[dict[str, Any]]) -> str | None:
     pins = [shlex.quote(f"{i['name']}=={i['previous']}") for i in items if i.get("previous")]
     if not venv or not pins:
         return None
-    return f"{shlex.quote(venv + '/bin/pip')} install {' '.join(pins)}"
+    return f"{shlex.quote(venv_pip(venv))} install {' '.join(pins)}"
 
 
 def drift(previous: Snapshot | None, current: Snapshot) -> list[CheckResult]:

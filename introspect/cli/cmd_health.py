@@ -16,7 +16,6 @@ from __future__ import annotations
 import dataclasses
 import json
 import sqlite3
-import time
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
@@ -41,17 +40,14 @@ from introspect.checks.health import CheckResult, exit_code
 from introspect.checks.history import HistoryStore, default_path
 from introspect.checks.prom import write_prom
 from introspect.cli.connect import ConnectionFlags, executor_for, known_hosts_for, load_inventory_for
-from introspect.client.fleet import DEFAULT_STAGGER_S, FleetMonitor
 from introspect.client.health import (
     SCHEMA,
     HealthOptions,
     HostReport,
     all_results,
-    attach_drift,
-    record_run,
+    check_and_record,
     report_dict,
     result_dict,
-    run_health,
 )
 from introspect.errors import UsageError
 from introspect.inventory import HostEntry, Inventory, InventoryError, select_hosts
@@ -104,26 +100,18 @@ def health(hosts_file: str | None, only: tuple[str, ...], tags: tuple[str, ...],
     options = HealthOptions(probe_timeout=timeout or inventory.defaults.probe_timeout)
     workers = parallel or inventory.defaults.parallel
 
-    with _open_store(db) as store:
-        started = time.time()
-        monitor = FleetMonitor(DEFAULT_STAGGER_S)
-        with _progress(len(hosts)) as on_done:
-            reports = run_health(hosts, _executor_factory(flags, inventory, known), parallel=workers,
-                                 options=options, monitor=monitor, on_done=on_done)
-        finished = time.time()
-        attach_drift(reports, store)  # before recording: "previous" must be the last stored run
-        run_id = record_run(store, reports, argv=_argv(hosts_file, only, tags, workers, prom, db),
-                            started_at=started, finished_at=finished)
-
-    code = exit_code(all_results(reports))
-    fleet = {"parallel": workers, **monitor.stats()}
+    with _open_store(db) as store, _progress(len(hosts)) as on_done:
+        run = check_and_record(hosts, _executor_factory(flags, inventory, known), store, parallel=workers,
+                               options=options, argv=_argv(hosts_file, only, tags, workers, prom, db),
+                               on_done=on_done)
+    code = exit_code(all_results(run.reports))
     if as_json:
-        click.echo(json.dumps(_run_document(reports, run_id, started, finished, code, fleet), indent=2,
-                              default=str))
+        click.echo(json.dumps(_run_document(run.reports, run.run_id, run.started, run.finished, code, run.fleet),
+                              indent=2, default=str))
     else:
-        _print_summary(reports, run_id, store.path, finished - started, fleet)
+        _print_summary(run.reports, run.run_id, store.path, run.finished - run.started, run.fleet)
     if prom:  # after the report: a failed write must not hide the results
-        _write_prom(prom, reports, started, finished)
+        _write_prom(prom, run.reports, run.started, run.finished)
     return code
 
 

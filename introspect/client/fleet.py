@@ -1,6 +1,6 @@
-"""Run one piece of work per host over a fleet: bounded, staggered, isolated (issues 4 and 7).
+"""Run one piece of work per host over a fleet: bounded, staggered, isolated.
 
-Used by ``introspect health`` and, later, by every multi-host command. What it fixes,
+Used by every multi-host command (health, models, probe --all-hosts). What it fixes,
 from other fleet tools' trackers (see the shared reference "SSH and fleet pitfalls"):
 
 - fabric's ``ThreadingGroup`` starts one thread per host and joins without a timeout.

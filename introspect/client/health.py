@@ -274,6 +274,31 @@ def attach_drift(reports: Iterable[HostReport], store: HistoryStore) -> None:
                     by_path[snap.venv].drift.append(finding)
 
 
+@dataclass
+class HealthRun:
+    """One recorded run: the hosts' reports (drift attached) and where the history stored it."""
+
+    reports: list[HostReport]
+    run_id: int
+    started: float
+    finished: float
+    fleet: dict[str, Any]  # --parallel and the monitor's connection counters
+
+
+def check_and_record(hosts: Sequence[HostEntry], executor_for: Callable[[HostEntry], Executor],
+                     store: HistoryStore, *, parallel: int, options: HealthOptions, argv: Sequence[str],
+                     on_done: Callable[[HostReport], None] | None = None) -> HealthRun:
+    """Check every host, compare with the previous run, and store this one."""
+    started = time.time()
+    monitor = FleetMonitor(DEFAULT_STAGGER_S)
+    reports = run_health(hosts, executor_for, parallel=parallel, options=options, monitor=monitor,
+                         on_done=on_done)
+    finished = time.time()
+    attach_drift(reports, store)  # before recording: "previous" must be the last stored run
+    run_id = record_run(store, reports, argv=argv, started_at=started, finished_at=finished)
+    return HealthRun(reports, run_id, started, finished, {"parallel": parallel, **monitor.stats()})
+
+
 def record_run(store: HistoryStore, reports: Sequence[HostReport], *, argv: Sequence[str],
                started_at: float, finished_at: float) -> int:
     rows = [row for report in reports for row in report.rows()]
@@ -315,6 +340,7 @@ __all__ = [
     "VenvReport",
     "all_results",
     "attach_drift",
+    "check_and_record",
     "check_host",
     "record_run",
     "report_dict",

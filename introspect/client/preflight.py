@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import dataclasses
 import os
-import posixpath
 import shlex
 import urllib.parse
 from dataclasses import dataclass
@@ -20,7 +19,8 @@ from typing import TYPE_CHECKING, Any
 from introspect.checks.preflight import Check, evaluate, ready
 from introspect.client.runner import Channel, ChannelResult, run_channels, target_of
 from introspect.errors import ConnectError, InterpreterError, IntrospectError, ModelPathError, UsageError
-from introspect.remote.contract import interpreter, venv_python
+from introspect.inventory import venv_pip
+from introspect.remote.contract import interpreter
 from introspect.transport.base import Executor
 
 if TYPE_CHECKING:
@@ -97,7 +97,7 @@ def pipeline_packages(given: tuple[str, ...]) -> list[str]:
 def pip_command(venv: str | None, python_exe: str | None) -> str:
     """The install command the fixes name: the pipeline venv's own pip."""
     if venv:
-        return shlex.quote(posixpath.join(posixpath.dirname(venv_python(venv)), "pip"))
+        return shlex.quote(venv_pip(venv))
     return f"{shlex.quote(python_exe or 'python3')} -m pip"
 
 
