@@ -24,9 +24,10 @@ from introspect.inventory import HostEntry, VenvEntry
 from introspect.remote.contract import distribution_for
 
 GIB = 2**30
+DEFAULT_IMPORT_TIMEOUT = 60.0  # seconds for each listed import, inside the health probe
 
 
-def probe_request(venv: VenvEntry, *, import_timeout: float = 60.0, nvidia_smi: bool = True) -> dict[str, Any]:
+def probe_request(venv: VenvEntry, *, import_timeout: float = DEFAULT_IMPORT_TIMEOUT, nvidia_smi: bool = True) -> dict[str, Any]:
     """The request for health_probe.run() that these checks expect the facts of."""
     return {
         "imports": list(venv.imports),

@@ -17,7 +17,7 @@ from introspect.analysis.speculative import describe_drafter
 from introspect.client.fleet import DEFAULT_STAGGER_S, FleetMonitor, run_fleet
 from introspect.client.hub import first_message
 from introspect.errors import IntrospectError, RemoteError
-from introspect.remote.contract import as_dict, interpreter
+from introspect.remote.contract import DEFAULT_FILES_TIMEOUT, as_dict, interpreter
 from introspect.transport.base import Executor
 
 if TYPE_CHECKING:
@@ -35,7 +35,7 @@ DEFAULT_TIMEOUT = 90.0
 def discover_request(roots: list[str] | tuple[str, ...], *, optional_roots: tuple[str, ...] = (),
                      max_depth: int = DEFAULT_MAX_DEPTH, use_hf_scanner: bool = True,
                      hf_cache: str | None = None, json_cap: int = DEFAULT_SHIP_CAP,
-                     deadline: float = 60.0) -> dict[str, Any]:
+                     deadline: float = DEFAULT_FILES_TIMEOUT) -> dict[str, Any]:
     return {"roots": list(roots), "optional_roots": list(optional_roots), "max_depth": max_depth,
             "use_hf_scanner": use_hf_scanner, "hf_cache": hf_cache, "json_cap": json_cap,
             "deadline": deadline}

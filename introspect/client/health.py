@@ -25,7 +25,13 @@ from collections.abc import Callable, Hashable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from introspect.checks.health import CheckResult, check_reachable, evaluate_venv, probe_request
+from introspect.checks.health import (
+    DEFAULT_IMPORT_TIMEOUT,
+    CheckResult,
+    check_reachable,
+    evaluate_venv,
+    probe_request,
+)
 from introspect.checks.history import HistoryStore, Snapshot, drift, snapshot_from
 from introspect.client.fleet import DEFAULT_STAGGER_S, FleetMonitor, ItemFailure, run_fleet
 from introspect.client.runner import Channel, ChannelResult, run_channels
@@ -45,7 +51,7 @@ DEFAULT_CHANNELS = 4
 @dataclass(frozen=True)
 class HealthOptions:
     probe_timeout: float = DEFAULT_TOKENIZER_TIMEOUT  # seconds for each remote task (health probe, tokenizer)
-    import_timeout: float = 60.0  # seconds for each listed import, inside the health probe
+    import_timeout: float = DEFAULT_IMPORT_TIMEOUT
     channels: int = DEFAULT_CHANNELS
     nvidia_smi: bool = True
 

@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from introspect.errors import IntrospectError
-from introspect.remote.contract import TargetBlock
+from introspect.remote.contract import DEFAULT_FILES_TIMEOUT, TargetBlock
 from introspect.transport.base import Executor, ProbeReply
 
 
@@ -31,7 +31,7 @@ class Channel:
     python: str
     task: str
     request: dict[str, Any] = field(hash=False, compare=False)
-    timeout: float = 60.0
+    timeout: float = DEFAULT_FILES_TIMEOUT
     isolate: bool = False
 
 

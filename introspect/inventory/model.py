@@ -5,7 +5,7 @@ from __future__ import annotations
 import posixpath
 from dataclasses import dataclass, field
 
-from introspect.remote.contract import venv_python
+from introspect.remote.contract import DEFAULT_TOKENIZER_TIMEOUT, venv_python
 
 MAX_INVENTORY_BYTES = 1024 * 1024  # bounded input; a real inventory is a few KiB
 
@@ -42,7 +42,7 @@ class Defaults:
     # On by default because the CLI opt-out is --no-remote-code; hosts.yaml
     # can switch it off per host or venv.
     remote_code: bool = True
-    probe_timeout: float = 120.0  # seconds for one host's probe run (tokenizer loads included)
+    probe_timeout: float = DEFAULT_TOKENIZER_TIMEOUT  # seconds for one host's probe run (tokenizer loads included)
 
 
 @dataclass(frozen=True)
