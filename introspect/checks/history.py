@@ -1,4 +1,4 @@
-"""Run history of `introspect health` in SQLite, and drift between runs (issue 4).
+"""Run history of `introspect health` in SQLite, and drift between runs.
 
 Each run stores its check results and, per host and venv, a *snapshot*: was the host
 reachable, which packages at which versions, which tokenizers loaded. The next run
@@ -25,7 +25,8 @@ import platformdirs
 from packaging.utils import canonicalize_name
 from packaging.version import InvalidVersion, Version
 
-from introspect.checks.health import CheckResult
+from introspect.checks.result import CheckResult, Status
+from introspect.inventory import venv_pip
 
 SCHEMA_VERSION = 1
 
@@ -101,7 +102,7 @@ def snapshot_from(
     packages = None
     if reach_error is None and facts and isinstance(facts.get("distributions"), Mapping):
         packages = {
-            canonicalize_name(name): str(info.get("version"))
+            str(canonicalize_name(name)): str(info.get("version"))
             for name, info in facts["distributions"].items()
             if isinstance(info, Mapping)
         }
@@ -160,7 +161,7 @@ class HistoryStore:
                 "INSERT INTO runs (started_at, finished_at, argv) VALUES (?, ?, ?)",
                 (started_at, finished_at, json.dumps(list(argv))),
             )
-            run_id = int(cur.lastrowid)
+            run_id = int(cur.lastrowid or 0)
             self._conn.executemany(
                 'INSERT INTO results (run_id, host, venv, "check", status, message, evidence_json) '
                 "VALUES (?, ?, ?, ?, ?, ?, ?)",
@@ -243,7 +244,7 @@ class HistoryStore:
 
 
 def _with_fix(r: CheckResult) -> dict[str, Any]:
-    # The schema has no fix column (issue 4's layout); keep it inside the evidence JSON.
+    # The results table has no fix column; keep the fix inside the evidence JSON.
     evidence = dict(r.evidence)
     if r.fix:
         evidence["_fix"] = r.fix
@@ -270,7 +271,7 @@ def _pin(venv: str, items: list[dict[str, Any]]) -> str | None:
     pins = [shlex.quote(f"{i['name']}=={i['previous']}") for i in items if i.get("previous")]
     if not venv or not pins:
         return None
-    return f"{shlex.quote(venv + '/bin/pip')} install {' '.join(pins)}"
+    return f"{shlex.quote(venv_pip(venv))} install {' '.join(pins)}"
 
 
 def drift(previous: Snapshot | None, current: Snapshot) -> list[CheckResult]:
@@ -321,7 +322,7 @@ def drift(previous: Snapshot | None, current: Snapshot) -> list[CheckResult]:
             items = groups[kind]
             if not items:
                 continue
-            status = "warn" if kind in ("removed", "downgraded") else "info"
+            status: Status = "warn" if kind in ("removed", "downgraded") else "info"
             fix = _pin(current.venv, items) if status == "warn" else None
             message = f"{len(items)} package(s) {kind} since the previous run: " + "; ".join(map(texts[kind], items))
             out.append(CheckResult(f"drift:package-{kind}", status, message, fix, {**since, "packages": items}))

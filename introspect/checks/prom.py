@@ -1,4 +1,4 @@
-"""Prometheus text exposition of a health run, for node_exporter's textfile collector (issue 4).
+"""Prometheus text exposition of a health run, for node_exporter's textfile collector.
 
 node_exporter reads every ``*.prom`` file in its directory on each scrape, so the
 file must never be seen half-written: ``prometheus_client.write_to_textfile`` writes

@@ -1,26 +1,21 @@
-"""``introspect diff A B``: what differs between two model profiles (issue 8).
+"""``introspect diff A B``: what differs between two model profiles.
 
 A and B are each a saved profile (``probe --output FILE``) or a live target
 ``HOST:PATH`` / ``HOST:ORG/NAME[@REV]`` (HOST may be a hosts.yaml entry name), probed
-here with the connection options. Two live targets are probed at the same time.
+by :mod:`introspect.client.diff` with the connection options, both at the same time.
 Exit status: 0 identical in the compared groups, 1 different, 2 bad usage or input.
 """
 
 from __future__ import annotations
 
-import concurrent.futures
 import dataclasses
 import json
 import re
-from dataclasses import dataclass
-from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from introspect.analysis.diff import GROUPS, diff_profiles
-from introspect.analysis.profile import PROFILE_SCHEMA
-from introspect.cli.cmd_probe import DEFAULT_DEADLINE_S, ProbeSettings, probe_target
 from introspect.cli.connect import (
     ConnectionFlags,
     connection_options,
@@ -28,115 +23,16 @@ from introspect.cli.connect import (
     known_hosts_for,
     load_inventory_for,
 )
-from introspect.errors import EXIT_FINDINGS, EXIT_OK, InputError, IntrospectError, ModelPathError, UsageError
-from introspect.inventory import Inventory
-from introspect.models import is_repo_id
-from introspect.transport.hostkeys import KnownHosts
+from introspect.client.diff import LiveOptions, parse_side, profiles_for
+from introspect.errors import EXIT_FINDINGS, EXIT_OK, UsageError
+from introspect.remote.contract import DEFAULT_FILES_TIMEOUT, DEFAULT_JSON_CAP, DEFAULT_TOKENIZER_TIMEOUT
+from introspect.transport.base import Executor
+
+if TYPE_CHECKING:
+    from introspect.inventory import HostEntry
 
 _SHA_RE = re.compile(r"^[0-9a-f]{64}$")
 MAX_VALUE = 100  # characters of one value shown in the human output
-
-
-@dataclass(frozen=True)
-class Side:
-    """One operand: a saved profile file, or a live host + model path / hub id."""
-
-    text: str
-    file: str | None = None
-    host: str | None = None
-    path: str | None = None
-    repo_id: str | None = None
-
-
-@dataclass(frozen=True)
-class LiveOptions:
-    venv: str | None
-    python: str | None
-    timeout: float
-    files_timeout: float
-    remote_code: bool
-    load_tokenizer: bool
-    hf_cache: str | None
-    json_cap: int
-
-
-# --------------------------------------------------------------------------- operands
-
-
-def parse_side(text: str) -> Side:
-    """A saved profile when ``text`` is an existing local file, else ``HOST:PATH`` / ``HOST:ORG/NAME``."""
-    if Path(text).is_file():
-        return Side(text, file=text)
-    host, sep, rest = text.partition(":")
-    if not sep or not host or not rest:
-        raise UsageError(f"{text!r} is neither a saved profile file nor HOST:PATH",
-                         hint="pass a file written by `introspect probe --output`, or HOST:/path/to/model "
-                              "or HOST:org/name[@rev]")
-    if rest.startswith("/"):
-        return Side(text, host=host, path=rest)
-    if is_repo_id(rest):
-        return Side(text, host=host, repo_id=rest)
-    raise UsageError(f"{text!r}: {rest!r} is neither an absolute model path nor a hub id org/name[@rev]",
-                     hint="write HOST:/absolute/path/to/model or HOST:org/name[@rev]")
-
-
-def load_profile(path: str) -> dict[str, Any]:
-    try:
-        data = json.loads(Path(path).read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, ValueError) as exc:
-        raise InputError(f"cannot read profile {path}: {exc}",
-                         hint="pass a file written by `introspect probe --output`") from None
-    if not isinstance(data, dict) or data.get("schema") != PROFILE_SCHEMA:
-        raise InputError(f"{path} is not an introspect profile ({PROFILE_SCHEMA})",
-                         hint="pass a file written by `introspect probe --output` (not --save-raw)")
-    return data
-
-
-# --------------------------------------------------------------------------- live probing
-
-
-def live_profile(side: Side, flags: ConnectionFlags, inventory: Inventory | None, known_hosts: KnownHosts,
-                 opts: LiveOptions) -> dict[str, Any]:
-    """Probe one live target (resolving a hub id first) exactly as `introspect probe` does;
-    the profile carries the file hashes the diff compares."""
-    executor, entry = executor_for(dataclasses.replace(flags, host=side.host), inventory, known_hosts)
-    settings = ProbeSettings(
-        model=side.repo_id or side.path or "", venv=opts.venv, python_exe=opts.python, timeout=opts.timeout,
-        files_timeout=opts.files_timeout, no_remote_code=not opts.remote_code,
-        no_tokenizer=not opts.load_tokenizer, max_json_bytes=opts.json_cap, hf_cache=opts.hf_cache,
-        refresh=False, no_cache=True, deadline=DEFAULT_DEADLINE_S)
-    outcome = probe_target(settings, executor, entry)
-    _check_raw(side, outcome.raw)
-    return outcome.profile
-
-
-def _check_raw(side: Side, raw: dict[str, Any]) -> None:
-    """A run that could not read the model is an error here: a diff against nothing means nothing."""
-    fatal = raw.get("fatal")
-    if isinstance(fatal, dict):
-        raise IntrospectError(f"{side.text}: {fatal.get('message')}", hint=fatal.get("hint"),
-                              stage=fatal.get("stage"))
-    status = (raw.get("files") or {}).get("status")
-    if status and status != "ok":
-        raise ModelPathError(f"{side.text}: model path {raw['target'].get('model_path')!r}: {status}",
-                             hint="give the directory that holds config.json")
-
-
-def profiles_for(sides: list[Side], flags: ConnectionFlags, opts: LiveOptions) -> list[dict[str, Any]]:
-    """Profiles in ``sides`` order; live ones probed in parallel, one connection each."""
-    live = [s for s in sides if s.file is None]
-    inventory = load_inventory_for(flags.hosts_file) if live else None
-    known_hosts = known_hosts_for(flags, inventory)
-    out: dict[int, dict[str, Any]] = {}
-    with concurrent.futures.ThreadPoolExecutor(max_workers=2, thread_name_prefix="diff") as pool:
-        futures = {i: pool.submit(live_profile, s, flags, inventory, known_hosts, opts)
-                   for i, s in enumerate(sides) if s.file is None}
-        for i, side in enumerate(sides):
-            if side.file is not None:
-                out[i] = load_profile(side.file)
-        for i, future in futures.items():
-            out[i] = future.result()
-    return [out[i] for i in range(len(sides))]
 
 
 # --------------------------------------------------------------------------- output
@@ -192,11 +88,13 @@ def print_human(result: dict[str, Any]) -> None:
                              "(default: the host entry's first venv).")
 @click.option("--python", "python_exe", help="Interpreter on the hosts (default python3).")
 @click.option("--hf-cache", help="HF hub cache dir on the hosts, for HOST:org/name targets.")
-@click.option("--timeout", type=float, default=120.0, show_default=True, help="Seconds for each tokenizer load.")
-@click.option("--files-timeout", type=float, default=60.0, show_default=True, help="Seconds for the file probes.")
+@click.option("--timeout", type=float, default=DEFAULT_TOKENIZER_TIMEOUT, show_default=True,
+              help="Seconds for each tokenizer load.")
+@click.option("--files-timeout", type=float, default=DEFAULT_FILES_TIMEOUT, show_default=True,
+              help="Seconds for the file probes.")
 @click.option("--no-remote-code", is_flag=True, help="Never run the models' own code (trust_remote_code).")
 @click.option("--no-tokenizer", is_flag=True, help="Skip loading tokenizers; facts come from the files.")
-@click.option("--max-json-bytes", type=int, default=16 * 1024 * 1024, show_default=True,
+@click.option("--max-json-bytes", type=int, default=DEFAULT_JSON_CAP, show_default=True,
               help="Refuse (and do not hash) files above this size.")
 @connection_options
 def diff(a: str, b: str, only: tuple[str, ...], as_json: bool, venv: str | None, python_exe: str | None,
@@ -211,7 +109,14 @@ def diff(a: str, b: str, only: tuple[str, ...], as_json: bool, venv: str | None,
     opts = LiveOptions(venv=venv, python=python_exe, timeout=timeout, files_timeout=files_timeout,
                        remote_code=not no_remote_code, load_tokenizer=not no_tokenizer, hf_cache=hf_cache,
                        json_cap=max_json_bytes)
-    profile_a, profile_b = profiles_for(sides, flags, opts)
+    live = any(side.file is None for side in sides)
+    inventory = load_inventory_for(flags.hosts_file) if live else None
+    known_hosts = known_hosts_for(flags, inventory)  # loaded once for both operands
+
+    def make_executor(host: str) -> tuple[Executor, HostEntry | None]:
+        return executor_for(dataclasses.replace(flags, host=host), inventory, known_hosts)
+
+    profile_a, profile_b = profiles_for(sides, make_executor, opts)
     result = diff_profiles(profile_a, profile_b, only or GROUPS)
     if as_json:
         click.echo(json.dumps(result, indent=2))

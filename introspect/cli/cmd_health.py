@@ -1,4 +1,4 @@
-"""``introspect health`` and ``introspect history`` (issue 4).
+"""``introspect health`` and ``introspect history``.
 
 ``health`` checks every selected host of the inventory in parallel (bounded, staggered
 connects, one connection per host, known_hosts parsed once), stores the run in the
@@ -7,15 +7,15 @@ history database, reports drift against the previous run, and exits 0 (all healt
 systemd timer: no prompt, plain lines when stderr is not a terminal, ``--prom`` for
 node_exporter's textfile collector.
 
-Rendering lives here, at the edge (architecture point 11): the checks produce plain
+Rendering lives here, at the edge: the checks produce plain
 dataclasses; this module turns them into a progress display, a table or JSON.
 """
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import sqlite3
-import time
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
@@ -37,26 +37,22 @@ from rich.progress import (
 from rich.table import Table
 
 from introspect.checks.health import CheckResult, exit_code
-from introspect.checks.health_run import (
+from introspect.checks.history import HistoryStore, default_path
+from introspect.checks.prom import write_prom
+from introspect.cli.connect import ConnectionFlags, executor_for, known_hosts_for, load_inventory_for
+from introspect.client.health import (
     SCHEMA,
     HealthOptions,
     HostReport,
     all_results,
-    attach_drift,
-    record_run,
+    check_and_record,
     report_dict,
     result_dict,
-    run_health,
 )
-from introspect.checks.history import HistoryStore, default_path
-from introspect.checks.prom import write_prom
-from introspect.cli.connect import ConnectionFlags, known_hosts_for, load_inventory_for, ssh_target
 from introspect.errors import UsageError
-from introspect.fleet import DEFAULT_STAGGER_S, FleetMonitor
 from introspect.inventory import HostEntry, Inventory, InventoryError, select_hosts
 from introspect.transport.base import Executor
 from introspect.transport.hostkeys import KnownHosts
-from introspect.transport.ssh import SSHExecutor
 
 STATUS_STYLE = {"pass": "green", "fail": "bold red", "warn": "yellow", "info": "cyan"}
 
@@ -100,30 +96,22 @@ def health(hosts_file: str | None, only: tuple[str, ...], tags: tuple[str, ...],
     flags = ConnectionFlags(host=None, port=None, user=None, identity=None, jump=None, known_hosts=known_hosts,
                             accept_new=accept_new, ssh_config=ssh_config, connect_timeout=connect_timeout,
                             hosts_file=hosts_file)
-    known = known_hosts_for(flags, inventory)  # parsed once, shared by every connection (issue 7)
+    known = known_hosts_for(flags, inventory)  # parsed once, shared by every connection
     options = HealthOptions(probe_timeout=timeout or inventory.defaults.probe_timeout)
     workers = parallel or inventory.defaults.parallel
 
-    with _open_store(db) as store:
-        started = time.time()
-        monitor = FleetMonitor(DEFAULT_STAGGER_S)
-        with _progress(len(hosts)) as on_done:
-            reports = run_health(hosts, _executor_factory(flags, inventory, known), parallel=workers,
-                                 options=options, monitor=monitor, on_done=on_done)
-        finished = time.time()
-        attach_drift(reports, store)  # before recording: "previous" must be the last stored run
-        run_id = record_run(store, reports, argv=_argv(hosts_file, only, tags, workers, prom, db),
-                            started_at=started, finished_at=finished)
-
-    code = exit_code(all_results(reports))
-    fleet = {"parallel": workers, **monitor.stats()}
+    with _open_store(db) as store, _progress(len(hosts)) as on_done:
+        run = check_and_record(hosts, _executor_factory(flags, inventory, known), store, parallel=workers,
+                               options=options, argv=_argv(hosts_file, only, tags, workers, prom, db),
+                               on_done=on_done)
+    code = exit_code(all_results(run.reports))
     if as_json:
-        click.echo(json.dumps(_run_document(reports, run_id, started, finished, code, fleet), indent=2,
-                              default=str))
+        click.echo(json.dumps(_run_document(run.reports, run.run_id, run.started, run.finished, code, run.fleet),
+                              indent=2, default=str))
     else:
-        _print_summary(reports, run_id, store.path, finished - started, fleet)
+        _print_summary(run.reports, run.run_id, store.path, run.finished - run.started, run.fleet)
     if prom:  # after the report: a failed write must not hide the results
-        _write_prom(prom, reports, started, finished)
+        _write_prom(prom, run.reports, run.started, run.finished)
     return code
 
 
@@ -137,7 +125,7 @@ def _select(inventory: Inventory, only: Sequence[str], tags: Sequence[str]) -> l
 def _executor_factory(flags: ConnectionFlags, inventory: Inventory,
                       known: KnownHosts) -> Callable[[HostEntry], Executor]:
     def make(host: HostEntry) -> Executor:
-        return SSHExecutor(ssh_target(flags, host, inventory), known)
+        return executor_for(dataclasses.replace(flags, host=host.name), inventory, known)[0]
 
     return make
 

@@ -17,19 +17,24 @@ import click
 
 from introspect.errors import UsageError
 from introspect.transport.base import Executor
-from introspect.transport.local import LocalExecutor
+from introspect.transport.registry import create_executor, split_host_spec
+from introspect.transport.settings import (
+    DEFAULT_AUTH_TIMEOUT,
+    DEFAULT_BANNER_TIMEOUT,
+    DEFAULT_CONNECT_TIMEOUT,
+    ConnectionSettings,
+)
 
 if TYPE_CHECKING:  # imported where used: a local probe never pays for paramiko, fabric or yaml
     from introspect.inventory import HostEntry, Inventory
     from introspect.transport.hostkeys import KnownHosts
-    from introspect.transport.ssh import SSHTarget
 
 
 def connection_options(func: Callable[..., Any]) -> Callable[..., Any]:
     """Add the SSH flags every remote command takes."""
     options = [
-        click.option("--host", "-H", help="Host address, ~/.ssh/config alias, or a hosts.yaml entry name. "
-                     "Omit to run on this machine."),
+        click.option("--host", "-H", help="Host address, ~/.ssh/config alias, hosts.yaml entry name, or "
+                     "SCHEME://[user@]host[:port]. Omit to run on this machine."),
         click.option("--port", "-p", type=int, help="SSH port (default: ssh_config, else 22)."),
         click.option("--user", "-u", help="SSH user (default: ssh_config, else the local user)."),
         click.option("--identity", "-i", type=click.Path(dir_okay=False),
@@ -101,31 +106,36 @@ def find_entry(inventory: Inventory | None, name: str | None) -> HostEntry | Non
     return next((h for h in inventory.hosts if h.name == name), None)
 
 
-def ssh_target(flags: ConnectionFlags, entry: HostEntry | None, inventory: Inventory | None) -> SSHTarget:
-    from introspect.transport.ssh import SSHTarget
-
+def connection_settings(flags: ConnectionFlags, entry: HostEntry | None, inventory: Inventory | None,
+                        host_keys: KnownHosts | None = None) -> ConnectionSettings:
+    """Flags > the host spec > the host's entry > the inventory's defaults > built-in defaults."""
+    spec = split_host_spec(entry.address if entry else flags.host)
     # Inventory defaults belong to inventory entries; a plain address uses ssh_config only.
     defaults = inventory.defaults if inventory and entry else None
-    host = entry.address if entry else flags.host
-    assert host
-    timeout = flags.connect_timeout or (defaults.connect_timeout if defaults else None) or 5.0
-    return SSHTarget(
-        host=host,
-        port=flags.port or (entry.port if entry else None) or (defaults.port if defaults else None),
-        user=flags.user or (entry.user if entry else None) or (defaults.user if defaults else None),
+    return ConnectionSettings(
+        scheme=spec.scheme,
+        host=spec.host,
+        port=flags.port or spec.port or (entry.port if entry else None) or (defaults.port if defaults else None),
+        user=flags.user or spec.user or (entry.user if entry else None) or (defaults.user if defaults else None),
         identity=_expand(flags.identity or (entry.identity if entry else None)
                          or (defaults.identity if defaults else None)),
         jump=flags.jump or (entry.jump if entry else None),
-        connect_timeout=timeout,
-        banner_timeout=flags.banner_timeout or 10.0,
-        auth_timeout=flags.auth_timeout or 15.0,
+        connect_timeout=flags.connect_timeout or (defaults.connect_timeout if defaults else None)
+        or DEFAULT_CONNECT_TIMEOUT,
+        banner_timeout=flags.banner_timeout or DEFAULT_BANNER_TIMEOUT,
+        auth_timeout=flags.auth_timeout or DEFAULT_AUTH_TIMEOUT,
         ssh_config=_expand(flags.ssh_config),
         passphrase_env=(entry.passphrase_env if entry else None)
         or (defaults.passphrase_env if defaults else None),
+        known_hosts=_expand(flags.known_hosts or (inventory.defaults.known_hosts if inventory else None)),
+        accept_new=flags.accept_new,
+        host_keys=host_keys,
+        options=spec.options,
     )
 
 
 def known_hosts_for(flags: ConnectionFlags, inventory: Inventory | None) -> KnownHosts:
+    """known_hosts loaded once, to be shared by every connection of a run."""
     from introspect.transport.hostkeys import KnownHosts
 
     path = flags.known_hosts or (inventory.defaults.known_hosts if inventory else None)
@@ -138,11 +148,6 @@ def _expand(path: str | None) -> str | None:
 
 def executor_for(flags: ConnectionFlags, inventory: Inventory | None,
                  known_hosts: KnownHosts | None = None) -> tuple[Executor, HostEntry | None]:
-    """The executor for ``--host`` (SSH), or the local one when no host is given."""
-    if not flags.host:
-        return LocalExecutor(), None
-    from introspect.transport.ssh import SSHExecutor
-
+    """The executor for ``--host`` (its scheme's transport), or the local one when no host is given."""
     entry = find_entry(inventory, flags.host)
-    target = ssh_target(flags, entry, inventory)
-    return SSHExecutor(target, known_hosts or known_hosts_for(flags, inventory)), entry
+    return create_executor(connection_settings(flags, entry, inventory, known_hosts)), entry

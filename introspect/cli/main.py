@@ -13,6 +13,7 @@ import sys
 
 import click
 
+from introspect.cli.outcome import Finished, Notice, notice
 from introspect.errors import EXIT_USAGE, IntrospectError
 
 # command name -> "module:attribute". Commands are imported only when used, so that
@@ -66,38 +67,47 @@ def _quiet_libraries(debug: bool) -> None:
             logger.propagate = False
 
 
+def print_notices(notices: tuple[Notice, ...] | list[Notice]) -> None:
+    """The one printer of ``error:``/``fix:`` lines (stderr, in the order given)."""
+    for item in notices:
+        click.echo(f"{item.level}: {item.text}", err=True)
+        if item.hint:
+            click.echo(f"fix: {item.hint}", err=True)
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     _quiet_libraries(_debug_requested(argv))
     try:
         result = cli.main(args=argv, prog_name="introspect", standalone_mode=False)
+        if isinstance(result, Finished):
+            print_notices(result.notices)
+            return result.code
         return int(result or 0)
     except IntrospectError as exc:
         if _debug_requested(argv):
             raise
-        click.echo(f"error: {exc.one_line()}", err=True)
-        if exc.hint:
-            click.echo(f"fix: {exc.hint}", err=True)
+        print_notices([notice(exc)])
         return exc.exit_code
     except click.exceptions.Exit as exc:
         return int(exc.exit_code)
     except click.Abort:
         # click turns Ctrl-C into Abort; by now the executors closed their channels.
-        click.echo("error: interrupted; remote probes were stopped", err=True)
+        print_notices([Notice("interrupted; remote probes were stopped")])
         return 130
     except click.ClickException as exc:
         exc.show()
         return EXIT_USAGE
     except KeyboardInterrupt:
-        click.echo("error: interrupted; remote probes were stopped", err=True)
+        print_notices([Notice("interrupted; remote probes were stopped")])
         return 130
     except BrokenPipeError:
         return 0
     except Exception as exc:  # noqa: BLE001 - the last line of defence: never a raw traceback
         if _debug_requested(argv):
             raise
-        click.echo(f"error: internal error: {type(exc).__name__}: {exc}", err=True)
-        click.echo("fix: rerun with --debug and report the traceback", err=True)
+        print_notices([Notice(f"internal error: {type(exc).__name__}: {exc}",
+                              "rerun with --debug and report the traceback")])
         return 1
 
 

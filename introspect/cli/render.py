@@ -13,6 +13,8 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from introspect.remote.contract import as_dict
+
 SEVERITY_STYLE = {"error": "bold red", "warning": "yellow", "info": "cyan"}
 
 
@@ -35,12 +37,8 @@ def human_bytes(value: Any) -> str:
     return str(value)
 
 
-def _d(value: Any) -> dict[str, Any]:
-    return value if isinstance(value, dict) else {}
-
-
 def _tok(value: Any) -> str:
-    value = _d(value)
+    value = as_dict(value)
     if not value:
         return "-"
     return f"{escape(str(value.get('token')))} ({value.get('id')})"
@@ -61,7 +59,7 @@ def _row(table: Table, key: str, value: Any) -> None:
 
 
 def model_section(profile: dict[str, Any]) -> Table:
-    target, arch, files = _d(profile.get("target")), _d(profile.get("architecture")), _d(profile.get("files"))
+    target, arch, files = as_dict(profile.get("target")), as_dict(profile.get("architecture")), as_dict(profile.get("files"))
     table = _kv("Model")
     where = target.get("host") or "local"
     _row(table, "path", f"{where}:{target.get('model_path')}")
@@ -73,7 +71,7 @@ def model_section(profile: dict[str, Any]) -> Table:
     _row(table, "model type", types)
     _row(table, "architectures", ", ".join(map(str, arch.get("architectures") or [])) or None)
     _row(table, "size on disk", human_bytes(files.get("total_size")) if files.get("total_size") else None)
-    quant = _d(arch.get("quantization"))
+    quant = as_dict(arch.get("quantization"))
     if quant:
         bits = f"{quant.get('bits')}-bit " if quant.get("bits") else ""
         group = f", group {quant.get('group_size')}" if quant.get("group_size") else ""
@@ -92,7 +90,7 @@ FIVE_QUESTIONS = (
 
 
 def _evidence(arch: dict[str, Any], group: str, limit: int = 4) -> str:
-    keys = list(_d(_d(arch.get("evidence")).get(group)))
+    keys = list(as_dict(as_dict(arch.get("evidence")).get(group)))
     if not keys:
         return ""
     shown = ", ".join(keys[:limit]) + (f", +{len(keys) - limit}" if len(keys) > limit else "")
@@ -100,16 +98,16 @@ def _evidence(arch: dict[str, Any], group: str, limit: int = 4) -> str:
 
 
 def architecture_section(profile: dict[str, Any]) -> Table:
-    arch = _d(profile.get("architecture"))
-    attn, layers, params = _d(arch.get("attention")), _d(arch.get("layers")), _d(arch.get("params"))
+    arch = as_dict(profile.get("architecture"))
+    attn, layers, params = as_dict(arch.get("attention")), as_dict(arch.get("layers")), as_dict(arch.get("params"))
     table = _kv("Architecture")
-    summary = _d(arch.get("summary"))
+    summary = as_dict(arch.get("summary"))
     for question, key, group in FIVE_QUESTIONS:
         if summary.get(key):
             table.add_row(question, escape(str(summary[key])) + _evidence(arch, group))
     # The rows below add the numbers; those the plain-words answers already give are
     # shown only when a summary is missing (e.g. a profile from an older version).
-    kinds = _d(layers.get("kinds"))
+    kinds = as_dict(layers.get("kinds"))
     if not summary.get("mixers"):
         mix = ", ".join(f"{count} {kind}" for kind, count in kinds.items())
         pure = "pure attention" if layers.get("pure_attention") else "hybrid / non-attention"
@@ -128,20 +126,20 @@ def architecture_section(profile: dict[str, Any]) -> Table:
     if params and not summary.get("size"):
         _row(table, "parameters", f"{human_count(params.get('total'))} total, {human_count(params.get('active'))} "
              f"active per token (from {params.get('source')})")
-    kv = _d(arch.get("kv_cache"))
+    kv = as_dict(arch.get("kv_cache"))
     if kv.get("bytes_per_token") is not None:
         _row(table, "KV cache", f"{human_bytes(kv.get('bytes_per_token'))} per token"
              + (f", {human_bytes(kv.get('state_bytes_per_sequence'))} fixed state per sequence"
                 if kv.get("state_bytes_per_sequence") else ""))
-    spec = _d(arch.get("speculative"))
+    spec = as_dict(arch.get("speculative"))
     if spec and not summary.get("speculative"):
-        drafters = ", ".join(str(_d(d).get("path")) for d in spec.get("drafters") or []) or "none found"
+        drafters = ", ".join(str(as_dict(d).get("path")) for d in spec.get("drafters") or []) or "none found"
         _row(table, "speculative", f"MTP layers {spec.get('mtp_layers') or 0}; drafters: {drafters}")
     return table
 
 
 def experts_section(profile: dict[str, Any]) -> Table:
-    moe = _d(_d(profile.get("architecture")).get("moe"))
+    moe = as_dict(as_dict(profile.get("architecture")).get("moe"))
     table = _kv("Experts")
     if not moe.get("is_moe"):
         _row(table, "MoE", "no (dense)")
@@ -160,7 +158,7 @@ def experts_section(profile: dict[str, Any]) -> Table:
 
 
 def tokenizer_section(profile: dict[str, Any]) -> Table:
-    tok = _d(profile.get("tokenizer"))
+    tok = as_dict(profile.get("tokenizer"))
     table = _kv("Tokenizer")
     source = "loaded with transformers" if tok.get("loaded") else "from raw files (fallback)"
     _row(table, "source", f"{source}; class {tok.get('class')}")
@@ -169,17 +167,17 @@ def tokenizer_section(profile: dict[str, Any]) -> Table:
         table.add_row(name, _tok(tok.get(name)))
     specials = tok.get("special_tokens") or []
     if specials:
-        shown = ", ".join(f"{escape(str(_d(s).get('token')))}={_d(s).get('id')}" for s in specials[:12])
+        shown = ", ".join(f"{escape(str(as_dict(s).get('token')))}={as_dict(s).get('id')}" for s in specials[:12])
         more = f" ... (+{len(specials) - 12} more)" if len(specials) > 12 else ""
         _row(table, f"special tokens ({len(specials)})", shown + more)
-    err = _d(tok.get("error"))
+    err = as_dict(tok.get("error"))
     if err:
         _row(table, "load error", f"{err.get('type')}: {err.get('message')}")
     return table
 
 
 def template_section(profile: dict[str, Any]) -> Table:
-    tpl = _d(_d(profile.get("tokenizer")).get("chat_template"))
+    tpl = as_dict(as_dict(profile.get("tokenizer")).get("chat_template"))
     table = _kv("Chat template")
     if not tpl.get("present"):
         _row(table, "present", "no")
@@ -189,18 +187,18 @@ def template_section(profile: dict[str, Any]) -> Table:
     sample = tpl.get("sample")
     if isinstance(sample, str):
         _row(table, "sample", sample if len(sample) < 600 else sample[:600] + " ...")
-    elif _d(tpl.get("sample_error")):
-        err = _d(tpl.get("sample_error"))
+    elif as_dict(tpl.get("sample_error")):
+        err = as_dict(tpl.get("sample_error"))
         _row(table, "sample", f"render failed: {err.get('type')}: {err.get('message')}")
     return table
 
 
 def environment_section(profile: dict[str, Any]) -> Table:
-    env = _d(profile.get("environment"))
+    env = as_dict(profile.get("environment"))
     table = _kv("Environment")
     _row(table, "python", f"{env.get('python_version')} ({env.get('python_executable')})")
     _row(table, "venv", env.get("venv"))
-    packages = _d(env.get("packages"))
+    packages = as_dict(env.get("packages"))
     if packages:
         shown = ", ".join(f"{name} {version or '[red]missing[/red]'}" for name, version in packages.items())
         table.add_row("packages", shown)
@@ -219,7 +217,7 @@ def findings_section(profile: dict[str, Any]) -> Table:
     if not findings:
         table.add_row("[green]ok[/green]", "no findings")
     for item in findings:
-        item = _d(item)
+        item = as_dict(item)
         style = SEVERITY_STYLE.get(str(item.get("severity")), "")
         text = f"[{style}]{escape(str(item.get('code')))}[/{style}]: {escape(str(item.get('message')))}"
         if item.get("fix"):

@@ -1,6 +1,7 @@
 """One executor interface, many transports (testinfra's backend idea).
 
-A transport supplies one primitive, ``_spawn(argv) -> RemoteProcess``. The base
+A transport supplies one primitive, ``_spawn(argv) -> RemoteProcess``, and a
+``from_settings`` constructor (see :mod:`introspect.transport.registry`). The base
 does the stream plumbing once for all of them: stdout and stderr are drained
 concurrently under one deadline (reading them one after the other deadlocks
 once a stream passes the channel window), the reply frame is parsed, and
@@ -12,8 +13,9 @@ from __future__ import annotations
 import abc
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from introspect.errors import (
     ConnectionLost,
@@ -22,11 +24,35 @@ from introspect.errors import (
     ProtocolError,
     RemoteError,
 )
+from introspect.remote import contract
 from introspect.transport import shipping
+
+if TYPE_CHECKING:
+    from introspect.transport.settings import ConnectionSettings
 
 # Extra seconds the controller waits past a task's own deadline, so that the
 # remote supervisor can report its timeout itself (with partial facts).
 GRACE_S = 10.0
+# The fix when the interpreter cannot be started, whichever transport noticed it.
+INTERPRETER_HINT = "check --venv DIR (it must contain bin/python) or pass --python EXE"
+
+
+@dataclass(frozen=True)
+class Target:
+    """Where an executor runs its tasks; the same typed value on every transport.
+
+    ``host``/``port``/``user`` are what the transport was asked for (``None`` when the
+    transport or ssh_config decides); ``label`` names the target in error messages.
+    """
+
+    scheme: str
+    host: str | None = None
+    port: int | None = None
+    user: str | None = None
+    label: str = "local"
+
+
+LOCAL_TARGET = Target("local")
 
 
 class RemoteProcess(abc.ABC):
@@ -77,14 +103,27 @@ class ProbeReply:
 class Executor(abc.ABC):
     """Runs the shipped probe under a Python interpreter on one target."""
 
-    #: Used in error messages and profiles ("local" for the local executor).
-    label: str = "local"
-
-    def __init__(self) -> None:
+    def __init__(self, target: Target) -> None:
+        self.target = target
         self._live: set[RemoteProcess] = set()
         self._live_lock = threading.Lock()
 
+    @property
+    def label(self) -> str:
+        """The target's name in error messages ("local" for the local executor)."""
+        return self.target.label
+
+    @property
+    def connections_opened(self) -> int:
+        """Connections this executor really opened (transports without one report 0)."""
+        return 0
+
     # -- transport primitives -------------------------------------------------
+    @classmethod
+    @abc.abstractmethod
+    def from_settings(cls, settings: ConnectionSettings) -> Executor:
+        """Build the executor from transport-neutral settings (the registry's factory)."""
+
     @abc.abstractmethod
     def _spawn(self, argv: list[str]) -> RemoteProcess: ...
 
@@ -116,7 +155,7 @@ class Executor(abc.ABC):
         out: list[bytes] = []
         err: list[bytes] = []
 
-        def drain(read, sink: list[bytes]) -> None:
+        def drain(read: Callable[[], bytes], sink: list[bytes]) -> None:
             try:
                 while chunk := read():
                     sink.append(chunk)
@@ -180,7 +219,7 @@ class Executor(abc.ABC):
         if result.exit_status in (126, 127) or "no such file" in lowered or "not found" in lowered:
             return InterpreterError(
                 f"cannot run {python}: {last or 'not found'}",
-                hint="check --venv DIR (it must contain bin/python) or pass --python EXE",
+                hint=INTERPRETER_HINT,
                 host=self.label, stage="python")
         if "permission denied" in lowered:
             return InterpreterError(f"cannot execute {python}: {last}",
@@ -195,7 +234,7 @@ class Executor(abc.ABC):
                                + (f": {last}" if last else ""),
                                hint="check the host's logs (OOM killer?) and rerun", host=self.label,
                                stage=task)
-        if result.stdout.find(shipping.runner.BEGIN) >= 0:
+        if result.stdout.find(contract.BEGIN) >= 0:
             return ProtocolError(f"the {task} probe's reply was truncated",
                                  hint="rerun; if it persists, report it with --debug", host=self.label,
                                  stage=task)

@@ -6,9 +6,13 @@ import contextlib
 import os
 import signal
 import subprocess
+from typing import TYPE_CHECKING
 
 from introspect.errors import InterpreterError
-from introspect.transport.base import Executor, RemoteProcess
+from introspect.transport.base import INTERPRETER_HINT, LOCAL_TARGET, Executor, RemoteProcess
+
+if TYPE_CHECKING:
+    from introspect.transport.settings import ConnectionSettings
 
 
 class LocalProcess(RemoteProcess):
@@ -20,25 +24,28 @@ class LocalProcess(RemoteProcess):
                                           stderr=subprocess.PIPE, start_new_session=True)
         except FileNotFoundError as exc:
             raise InterpreterError(f"cannot run {argv[0]}: no such file",
-                                   hint="check --venv DIR (it must contain bin/python) or pass --python EXE",
+                                   hint=INTERPRETER_HINT,
                                    host="local", stage="python") from exc
         except PermissionError as exc:
             raise InterpreterError(f"cannot execute {argv[0]}: permission denied",
                                    hint="check the interpreter's permissions", host="local",
                                    stage="python") from exc
+        # Popen with PIPE always sets the three streams.
+        assert self._proc.stdin and self._proc.stdout and self._proc.stderr
+        self._stdin, self._stdout, self._stderr = self._proc.stdin, self._proc.stdout, self._proc.stderr
 
     def write_stdin(self, data: bytes) -> None:
         try:
-            self._proc.stdin.write(data)
-            self._proc.stdin.flush()
+            self._stdin.write(data)
+            self._stdin.flush()
         except BrokenPipeError:
             pass  # it died at once; its stderr says why
 
     def read_stdout(self) -> bytes:
-        return os.read(self._proc.stdout.fileno(), 65536)
+        return os.read(self._stdout.fileno(), 65536)
 
     def read_stderr(self) -> bytes:
-        return os.read(self._proc.stderr.fileno(), 65536)
+        return os.read(self._stderr.fileno(), 65536)
 
     def wait(self, timeout: float) -> int | None:
         try:
@@ -48,7 +55,7 @@ class LocalProcess(RemoteProcess):
 
     def kill(self) -> None:
         with contextlib.suppress(OSError):
-            self._proc.stdin.close()
+            self._stdin.close()
         if self._proc.poll() is None:
             try:
                 self._proc.wait(0.5)  # closing stdin lets the probe clean up first
@@ -59,7 +66,14 @@ class LocalProcess(RemoteProcess):
 
 
 class LocalExecutor(Executor):
-    label = "local"
+    """This machine: the probe runs as a subprocess of the CLI."""
+
+    def __init__(self) -> None:
+        super().__init__(LOCAL_TARGET)
+
+    @classmethod
+    def from_settings(cls, settings: ConnectionSettings) -> LocalExecutor:
+        return cls()
 
     def _spawn(self, argv: list[str]) -> RemoteProcess:
         return LocalProcess(argv)

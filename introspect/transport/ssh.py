@@ -26,14 +26,16 @@ from introspect.errors import (
     HostKeyError,
     HostUnreachable,
     IntrospectError,
+    UsageError,
 )
-from introspect.transport.base import Executor, RemoteProcess
+from introspect.transport.base import Executor, RemoteProcess, Target
 from introspect.transport.hostkeys import KnownHosts
+from introspect.transport.settings import ConnectionSettings
 
 
 @dataclass(frozen=True)
 class SSHTarget:
-    """Where and how to connect. ``host`` may be an ``~/.ssh/config`` alias."""
+    """Where and how to connect over SSH. ``host`` may be an ``~/.ssh/config`` alias."""
 
     host: str
     port: int | None = None
@@ -103,32 +105,46 @@ class SSHProcess(RemoteProcess):
 
 
 class SSHExecutor(Executor):
-    def __init__(self, target: SSHTarget, known_hosts: KnownHosts) -> None:
-        super().__init__()
-        self.target = target
+    def __init__(self, ssh: SSHTarget, known_hosts: KnownHosts) -> None:
+        super().__init__(Target("ssh", ssh.host, ssh.port, ssh.user, ssh.label))
+        self.ssh = ssh
         self.known_hosts = known_hosts
-        self.label = target.label
         self._conn: Connection | None = None
         self._open_lock = threading.Lock()
-        self.connections_opened = 0
+        self._opened = 0
+
+    @classmethod
+    def from_settings(cls, settings: ConnectionSettings) -> SSHExecutor:
+        if not settings.host:
+            raise UsageError("an SSH target needs a host", hint="pass --host [user@]HOST")
+        ssh = SSHTarget(host=settings.host, port=settings.port, user=settings.user, identity=settings.identity,
+                        jump=settings.jump, connect_timeout=settings.connect_timeout,
+                        banner_timeout=settings.banner_timeout, auth_timeout=settings.auth_timeout,
+                        ssh_config=settings.ssh_config, passphrase_env=settings.passphrase_env)
+        known = settings.host_keys or KnownHosts(settings.known_hosts, accept_new=settings.accept_new)
+        return cls(ssh, known)
+
+    @property
+    def connections_opened(self) -> int:
+        return self._opened
 
     # -- connection -------------------------------------------------------------
     def _connection(self, host: str, *, port: int | None, user: str | None,
                     gateway: Connection | None) -> Connection:
-        config = Config(runtime_ssh_path=self.target.ssh_config) if self.target.ssh_config else Config()
-        config.timeouts.connect = self.target.connect_timeout
+        config = Config(runtime_ssh_path=self.ssh.ssh_config) if self.ssh.ssh_config else Config()
+        config.timeouts.connect = self.ssh.connect_timeout
         connect_kwargs: dict[str, object] = {
-            "banner_timeout": self.target.banner_timeout,
-            "auth_timeout": self.target.auth_timeout,
-            "channel_timeout": self.target.connect_timeout + 5,
+            "banner_timeout": self.ssh.banner_timeout,
+            "auth_timeout": self.ssh.auth_timeout,
+            "channel_timeout": self.ssh.connect_timeout + 5,
         }
-        if self.target.identity:
-            connect_kwargs["key_filename"] = [self.target.identity]
-        if self.target.passphrase_env and os.environ.get(self.target.passphrase_env):
+        if self.ssh.identity:
+            connect_kwargs["key_filename"] = [self.ssh.identity]
+        if self.ssh.passphrase_env and os.environ.get(self.ssh.passphrase_env):
             # hosts.yaml names the variable; the secret itself never lives in a file we read.
-            connect_kwargs["passphrase"] = os.environ[self.target.passphrase_env]
+            connect_kwargs["passphrase"] = os.environ[self.ssh.passphrase_env]
         kwargs: dict[str, object] = {"config": config, "connect_kwargs": connect_kwargs,
-                                     "connect_timeout": self.target.connect_timeout}
+                                     "connect_timeout": self.ssh.connect_timeout}
         if port:
             kwargs["port"] = port
         if user:
@@ -152,17 +168,17 @@ class SSHExecutor(Executor):
             if self._conn is not None and self._conn.is_connected:
                 return
             gateway = None
-            if self.target.jump:
-                gateway = self._connection(self.target.jump, port=None, user=None, gateway=None)
-            conn = self._connection(self.target.host, port=self.target.port, user=self.target.user,
+            if self.ssh.jump:
+                gateway = self._connection(self.ssh.jump, port=None, user=None, gateway=None)
+            conn = self._connection(self.ssh.host, port=self.ssh.port, user=self.ssh.user,
                                     gateway=gateway)
             self._open(conn)
             self._conn = conn
-            self.connections_opened += 1
+            self._opened += 1
 
     def _open(self, conn: Connection) -> None:
         where = f"{conn.host}:{conn.port}"
-        timeout = self.target.connect_timeout
+        timeout = self.ssh.connect_timeout
         try:
             conn.open()
         except IntrospectError:
@@ -197,7 +213,7 @@ class SSHExecutor(Executor):
             text = str(exc)
             if "banner" in text.lower():
                 raise HostUnreachable(
-                    f"no SSH banner from {where} within {self.target.banner_timeout:g} s ({text})",
+                    f"no SSH banner from {where} within {self.ssh.banner_timeout:g} s ({text})",
                     hint="the port may not be sshd, or sshd is refusing new connections (MaxStartups); "
                          "retry with fewer parallel hosts", host=self.label, stage="banner") from None
             raise HostUnreachable(f"SSH negotiation with {where} failed: {text}",
@@ -214,7 +230,7 @@ class SSHExecutor(Executor):
                                   host=self.label, stage="handshake") from None
         transport = conn.client.get_transport()
         if transport is not None:
-            transport.set_keepalive(self.target.keepalive)
+            transport.set_keepalive(self.ssh.keepalive)
 
     def close(self) -> None:
         super().close()
@@ -236,7 +252,7 @@ class SSHExecutor(Executor):
             raise ConnectionLost("the SSH connection is closed", hint="rerun", host=self.label,
                                  stage="channel")
         try:
-            channel = transport.open_session(timeout=self.target.connect_timeout + 5)
+            channel = transport.open_session(timeout=self.ssh.connect_timeout + 5)
             channel.exec_command(" ".join(shlex.quote(word) for word in argv))
         except (paramiko.SSHException, OSError, EOFError) as exc:
             raise ConnectionLost(f"cannot open an SSH channel: {exc}",

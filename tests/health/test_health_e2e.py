@@ -19,7 +19,7 @@ import pytest
 import yaml
 from prometheus_client.parser import text_string_to_metric_families
 
-from introspect.fleet import FleetMonitor, ItemFailure, run_fleet
+from introspect.client.fleet import FleetMonitor, ItemFailure, run_fleet
 from tests.conftest import CLIResult, run_cli
 from tests.fixtures.venvs import make_venv
 from tests.sshd_server import ClientKeys, SSHServer, free_port, start_sshd, trust

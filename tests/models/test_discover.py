@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from introspect.models import discover_facts, snapshot_remote_code_finding, summarize_model
+from introspect.client.discover import discover_facts, summarize_model
 from introspect.remote import discover_probe
 from introspect.transport.local import LocalExecutor
 from tests.fixtures.kimi_model import build_kimi_model
@@ -240,32 +240,3 @@ def test_unreadable_dir_is_reported_and_skipped() -> None:
     assert [m["path"] for m in facts["models"]] == [str(root / "readable")]
     [err] = facts["errors"]
     assert (err["type"], err["path"]) == ("permission-denied", str(locked))
-
-
-# --------------------------------------------------------------------------- snapshot remote code
-
-
-def _snapshot_raw(message: str) -> dict[str, Any]:
-    path = "/root/.cache/huggingface/hub/models--moonshotai--Kimi-K2.6/snapshots/" + NEW_COMMIT
-    return {
-        "target": {"model_path": path},
-        "files": {"model_path": path, "listing": [
-            {"name": "tokenization_kimi.py", "resolved": "/root/.cache/huggingface/hub/models--moonshotai--"
-                                                         "Kimi-K2.6/blobs/ab12"}],
-                  "custom_code": [{"file": "tokenization_kimi.py", "relative_imports": [".tool_declaration_ts"]}]},
-        "tokenizer_probe": {"loaded": False, "transformers_version": "5.10.0",
-                            "error": {"type": "FileNotFoundError", "message": message, "traceback": []}},
-    }
-
-
-def test_snapshot_remote_code_finding() -> None:
-    raw = _snapshot_raw("[Errno 2] No such file or directory: '/root/.cache/huggingface/hub/models--moonshotai"
-                        "--Kimi-K2.6/blobs/tool_declaration_ts.py'")
-    found = snapshot_remote_code_finding(raw)
-    assert found is not None and found["code"] == "snapshot-remote-code" and found["severity"] == "error"
-    assert "tool_declaration_ts" in found["message"] and "cp -rL" in found["fix"]
-    assert snapshot_remote_code_finding(_snapshot_raw("No module named 'tiktoken'")) is None
-    plain = _snapshot_raw("blobs/tool_declaration_ts.py missing")
-    plain["files"]["model_path"] = "/root/models/Kimi-K2.6"
-    assert snapshot_remote_code_finding(plain) is None
-    assert snapshot_remote_code_finding({}) is None

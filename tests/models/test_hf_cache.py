@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
+from introspect.client.hub import is_repo_id, resolve_model
 from introspect.errors import ModelPathError
-from introspect.models import is_repo_id, resolve_model
 from introspect.remote import hf_cache
 from introspect.transport.local import LocalExecutor
 from tests.models import NEW_COMMIT, OLD_COMMIT, REPO_ID, add_revision, repo_dir

@@ -17,9 +17,9 @@ import pytest
 
 from introspect.analysis.profile import build_profile
 from introspect.cli.connect import ConnectionFlags, executor_for
+from introspect.client.hub import resolve_model
+from introspect.client.model import ProbeOptions, gather
 from introspect.errors import ModelPathError
-from introspect.models import resolve_model
-from introspect.probe import ProbeOptions, gather
 from introspect.transport.hostkeys import KnownHosts
 from tests.conftest import assert_clean_error, run_cli, ssh_flags
 from tests.models import NEW_COMMIT, OLD_COMMIT, REPO_ID, add_revision, files_of

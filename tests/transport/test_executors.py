@@ -1,34 +1,63 @@
-"""One executor interface, every transport: the same behaviour over SSH and locally."""
+"""One executor interface, every transport: the same behaviour on every registered scheme.
+
+The executor fixture is parametrized over ``introspect.transport.registry.TRANSPORTS``:
+a new transport is tested here as soon as it is registered, and fails until
+``SETTINGS`` below says how to reach a target for it on this machine.
+"""
 
 from __future__ import annotations
 
+import dataclasses
 import os
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
 from introspect.errors import InterpreterError, ProtocolError
 from introspect.transport import shipping
+from introspect.transport.base import Executor, Target
 from introspect.transport.hostkeys import KnownHosts
-from introspect.transport.local import LocalExecutor
+from introspect.transport.registry import TRANSPORTS, create_executor
+from introspect.transport.settings import ConnectionSettings
 from introspect.transport.ssh import SSHExecutor, SSHTarget
 
 PY = os.path.realpath(sys.executable)
 HOSTILE = "x$(touch {m})'\"`touch {m}`;\n touch {m} && echo"
 
 
-@pytest.fixture(params=["local", "ssh"])
-def executor(request, tmp_path):
-    if request.param == "local":
-        ex = LocalExecutor()
-    else:
-        sshd = request.getfixturevalue("sshd")
-        keys = request.getfixturevalue("client_keys")
-        ex = SSHExecutor(SSHTarget(host=sshd.address, port=sshd.port, identity=str(keys.key),
-                                   ssh_config="/dev/null"), KnownHosts(keys.known_hosts))
+def _local(request: pytest.FixtureRequest) -> ConnectionSettings:
+    return ConnectionSettings("local")
+
+
+def _ssh(request: pytest.FixtureRequest) -> ConnectionSettings:
+    sshd = request.getfixturevalue("sshd")  # the loopback OpenSSH server
+    keys = request.getfixturevalue("client_keys")
+    return ConnectionSettings("ssh", host=sshd.address, port=sshd.port, identity=str(keys.key),
+                              ssh_config="/dev/null", known_hosts=str(keys.known_hosts))
+
+
+# scheme -> how to reach a target of that transport from this machine.
+SETTINGS = {"local": _local, "ssh": _ssh}
+
+
+@pytest.fixture(params=sorted(TRANSPORTS))
+def executor(request: pytest.FixtureRequest) -> Iterator[Executor]:
+    settings = SETTINGS.get(request.param)
+    if settings is None:
+        pytest.fail(f"transport {request.param!r} is registered but SETTINGS has no target for it")
+    ex = create_executor(settings(request))
     with ex:
         yield ex
+
+
+def test_every_executor_has_a_typed_target(executor):
+    assert isinstance(executor.target, Target)
+    assert executor.target.scheme in TRANSPORTS
+    assert executor.label == executor.target.label
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        executor.target.host = "elsewhere"  # type: ignore[misc]
 
 
 def test_megabytes_on_both_streams_do_not_deadlock(executor):
@@ -72,7 +101,7 @@ def test_unknown_task_is_an_error_record(executor):
 
 
 @pytest.mark.parametrize("version", ["3.8"])
-def test_remote_side_runs_on_old_python(version):
+def test_remote_side_runs_on_old_python(executor, version):
     # pyenv's shims answer for versions that are not selected: take the real binary.
     candidates = sorted(Path(os.path.expanduser("~/.pyenv/versions")).glob(f"{version}.*/bin/python"))
     candidates += [Path(p) for p in (f"/usr/bin/python{version}",) if os.path.exists(p)]
@@ -80,8 +109,8 @@ def test_remote_side_runs_on_old_python(version):
     if not old:
         pytest.skip(f"no Python {version} on this machine")
     repo = Path(__file__).resolve().parent.parent.parent
-    reply = LocalExecutor().run_python(str(old), "model", {"model_path": str(repo / "tests/data/realconfigs/gpt2")},
-                                       timeout=60)
+    reply = executor.run_python(str(old), "model", {"model_path": str(repo / "tests/data/realconfigs/gpt2")},
+                                timeout=60)
     assert reply.python["version"][:2] == [3, 8]
     assert reply.facts["files"]["config"]["model_type"] == "gpt2"
 
@@ -93,7 +122,7 @@ def test_protocol_mismatch_is_refused():
 
 
 def test_probe_uses_one_connection_and_two_concurrent_channels(sshd, client_keys, kimi_model, venv_full):
-    from introspect.probe import ProbeOptions, gather
+    from introspect.client.model import ProbeOptions, gather
 
     ex = SSHExecutor(SSHTarget(host=sshd.address, port=sshd.port, identity=str(client_keys.key),
                                ssh_config="/dev/null"), KnownHosts(client_keys.known_hosts))

@@ -1,6 +1,6 @@
-"""Run one piece of work per host over a fleet: bounded, staggered, isolated (issues 4 and 7).
+"""Run one piece of work per host over a fleet: bounded, staggered, isolated.
 
-Used by ``introspect health`` and, later, by every multi-host command. What it fixes,
+Used by every multi-host command (health, models, probe --all-hosts). What it fixes,
 from other fleet tools' trackers (see the shared reference "SSH and fleet pitfalls"):
 
 - fabric's ``ThreadingGroup`` starts one thread per host and joins without a timeout.
@@ -185,9 +185,10 @@ def run_fleet(
         futures = {pool.submit(guarded, item): i for i, item in enumerate(items)}
         for future in concurrent.futures.as_completed(futures):
             index = futures[future]
-            results[index] = future.result()  # guarded() never raises
+            result = future.result()  # guarded() never raises
+            results[index] = result
             if on_done is not None:
-                on_done(index, items[index], results[index])
+                on_done(index, items[index], result)
     except BaseException:
         monitor.cancel()
         pool.shutdown(wait=False, cancel_futures=True)

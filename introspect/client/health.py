@@ -1,7 +1,8 @@
-"""Run the health checks of hosts: one connection per host, its venvs' probes as channels (issue 4).
+"""The controller side of ``health``: one connection per host, its venvs' probes as channels.
 
-Per host (:func:`check_host`): ONE executor connection (issue 7: no second connection
-for a retry or a fallback). Over it, as concurrent channels:
+Per host (:func:`check_host`): ONE executor connection (never a second one for a
+retry or a fallback). Over it, as concurrent channels of
+:func:`introspect.client.runner.run_channels`:
 
 - the ``health`` task once per venv (facts: interpreter, distributions, imports, disk,
   GPUs), in the venv's own interpreter;
@@ -12,24 +13,31 @@ Channels per host are bounded (:attr:`HealthOptions.channels`) below sshd's defa
 ``MaxSessions`` of 10. The facts are judged by the pure :func:`evaluate_venv`; a host
 that cannot be reached gets one host-level ``reachable`` failure carrying the
 transport's one-line cause and its fix. :func:`run_health` runs hosts through the
-bounded, staggered :func:`introspect.fleet.run_fleet`; :func:`attach_drift` compares
+bounded, staggered :func:`introspect.client.fleet.run_fleet`; :func:`attach_drift` compares
 each snapshot with the history, :func:`record_run` stores the run.
 """
 
 from __future__ import annotations
 
-import concurrent.futures
 import dataclasses
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Hashable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from introspect.checks.health import CheckResult, check_reachable, evaluate_venv, probe_request
+from introspect.checks.health import (
+    DEFAULT_IMPORT_TIMEOUT,
+    CheckResult,
+    check_reachable,
+    evaluate_venv,
+    probe_request,
+)
 from introspect.checks.history import HistoryStore, Snapshot, drift, snapshot_from
+from introspect.client.fleet import DEFAULT_STAGGER_S, FleetMonitor, ItemFailure, run_fleet
+from introspect.client.runner import Channel, ChannelResult, run_channels
 from introspect.errors import IntrospectError, ProbeTimeout
-from introspect.fleet import DEFAULT_STAGGER_S, FleetMonitor, ItemFailure, run_fleet
 from introspect.inventory import HostEntry, VenvEntry
+from introspect.remote.contract import DEFAULT_TOKENIZER_TIMEOUT
 from introspect.transport.base import Executor
 
 SCHEMA = "introspect.health/v1"
@@ -42,8 +50,8 @@ DEFAULT_CHANNELS = 4
 
 @dataclass(frozen=True)
 class HealthOptions:
-    probe_timeout: float = 120.0  # seconds for each remote task (health probe, one tokenizer load)
-    import_timeout: float = 60.0  # seconds for each listed import, inside the health probe
+    probe_timeout: float = DEFAULT_TOKENIZER_TIMEOUT  # seconds for each remote task (health probe, tokenizer)
+    import_timeout: float = DEFAULT_IMPORT_TIMEOUT
     channels: int = DEFAULT_CHANNELS
     nvidia_smi: bool = True
 
@@ -133,35 +141,34 @@ def _jobs(host: HostEntry) -> list[_Job]:
 
 
 def _run_jobs(executor: Executor, jobs: Sequence[_Job], options: HealthOptions) -> dict[_Job, _Outcome]:
-    if not jobs:
-        return {}
-    workers = max(1, min(options.channels, len(jobs)))
-    with concurrent.futures.ThreadPoolExecutor(max_workers=workers, thread_name_prefix="channel") as pool:
-        futures = {job: pool.submit(_run_job, executor, job, options) for job in jobs}
-        return {job: future.result() for job, future in futures.items()}
+    channels = [_channel(job, options) for job in jobs]
+    results = run_channels(executor, channels, max_parallel=options.channels)
+    return {job: _outcome(results[job]) for job in jobs}
 
 
-def _run_job(executor: Executor, job: _Job, options: HealthOptions) -> _Outcome:
+def _channel(job: _Job, options: HealthOptions) -> Channel:
+    key: Hashable = job
     if job.task == "tokenizer":
-        request: dict[str, Any] = {"model_path": job.model, "trust_remote_code": job.venv.remote_code,
-                                   "sample": False}
-        isolate = True
-    else:
-        request = probe_request(job.venv, import_timeout=min(options.import_timeout, options.probe_timeout),
-                                nvidia_smi=options.nvidia_smi)
-        isolate = False
-    try:
-        reply = executor.run_python(job.venv.python, job.task, request, timeout=options.probe_timeout,
-                                    isolate=isolate)
-    except IntrospectError as exc:
+        return Channel(key, job.venv.python, "tokenizer",
+                       {"model_path": job.model, "trust_remote_code": job.venv.remote_code, "sample": False},
+                       options.probe_timeout, isolate=True)
+    request = probe_request(job.venv, import_timeout=min(options.import_timeout, options.probe_timeout),
+                            nvidia_smi=options.nvidia_smi)
+    return Channel(key, job.venv.python, "health", request, options.probe_timeout)
+
+
+def _outcome(result: ChannelResult) -> _Outcome:
+    exc = result.error
+    if isinstance(exc, IntrospectError):
         kind = "timeout" if isinstance(exc, ProbeTimeout) else type(exc).__name__
         return _Outcome(error=_describe(exc), error_type=kind)
-    except Exception as exc:  # noqa: BLE001 - one channel's failure stays this venv's result
+    if exc is not None:  # one channel's failure (even a bug) stays this venv's result
         return _Outcome(error=f"{type(exc).__name__}: {exc}", error_type=type(exc).__name__)
-    if not isinstance(reply.facts, dict):
+    reply = result.reply
+    if reply is None or not isinstance(reply.facts, dict):
         # The remote runner replied but the task produced nothing (a crash, or the
         # isolated task's own timeout): its first error record says why.
-        first = reply.errors[0] if reply.errors else {}
+        first = reply.errors[0] if reply is not None and reply.errors else {}
         kind = str(first.get("type") or "error")
         return _Outcome(error=f"{kind}: {first.get('message') or 'no facts in the reply'}", error_type=kind)
     return _Outcome(facts=reply.facts)
@@ -217,8 +224,7 @@ def _unreachable(host: HostEntry, cause: str, fix: str | None, evidence: dict[st
 
 
 def _connections(executor: Executor) -> int:
-    # SSHExecutor counts the connections it really opened; other executors open none.
-    return int(getattr(executor, "connections_opened", 0))
+    return executor.connections_opened
 
 
 # ------------------------------------------------------------------------- fleet
@@ -274,6 +280,31 @@ def attach_drift(reports: Iterable[HostReport], store: HistoryStore) -> None:
                     by_path[snap.venv].drift.append(finding)
 
 
+@dataclass
+class HealthRun:
+    """One recorded run: the hosts' reports (drift attached) and where the history stored it."""
+
+    reports: list[HostReport]
+    run_id: int
+    started: float
+    finished: float
+    fleet: dict[str, Any]  # --parallel and the monitor's connection counters
+
+
+def check_and_record(hosts: Sequence[HostEntry], executor_for: Callable[[HostEntry], Executor],
+                     store: HistoryStore, *, parallel: int, options: HealthOptions, argv: Sequence[str],
+                     on_done: Callable[[HostReport], None] | None = None) -> HealthRun:
+    """Check every host, compare with the previous run, and store this one."""
+    started = time.time()
+    monitor = FleetMonitor(DEFAULT_STAGGER_S)
+    reports = run_health(hosts, executor_for, parallel=parallel, options=options, monitor=monitor,
+                         on_done=on_done)
+    finished = time.time()
+    attach_drift(reports, store)  # before recording: "previous" must be the last stored run
+    run_id = record_run(store, reports, argv=argv, started_at=started, finished_at=finished)
+    return HealthRun(reports, run_id, started, finished, {"parallel": parallel, **monitor.stats()})
+
+
 def record_run(store: HistoryStore, reports: Sequence[HostReport], *, argv: Sequence[str],
                started_at: float, finished_at: float) -> int:
     rows = [row for report in reports for row in report.rows()]
@@ -315,6 +346,7 @@ __all__ = [
     "VenvReport",
     "all_results",
     "attach_drift",
+    "check_and_record",
     "check_host",
     "record_run",
     "report_dict",

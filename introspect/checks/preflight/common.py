@@ -1,0 +1,99 @@
+"""What every preflight check shares: the result type, the status order, evidence helpers."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from introspect.remote.contract import as_list
+
+Status = Literal["pass", "warn", "fail"]
+Problem = tuple[Status, str, str | None]  # (status, message, fix) of one finding inside a check
+Part = tuple[Status, str, str | None, dict[str, Any]]  # the same, with its evidence
+GB = 1e9
+
+CHECK_NAMES = ("tokenizer", "chat-template", "loss-masks", "mask-token", "ids", "endpoint",
+               "disk-and-packages")
+TITLES = {
+    "tokenizer": "Tokenizer loads and agrees with its files",
+    "chat-template": "Chat template renders and round-trips",
+    "loss-masks": "Assistant-only loss masks",
+    "mask-token": "Mask token for drafter training",
+    "ids": "Ids consistent with the model",
+    "endpoint": "Serving endpoint",
+    "disk-and-packages": "Disk space and pipeline packages",
+}
+RANK = {"pass": 0, "warn": 1, "fail": 2}
+SHOWN = 8  # items of a list quoted in a message
+
+
+@dataclass(frozen=True)
+class Check:
+    name: str
+    status: Status
+    evidence: dict[str, Any]
+    fix: str | None
+    message: str
+
+    @property
+    def title(self) -> str:
+        return TITLES.get(self.name, self.name)
+
+
+def ready(checks: Iterable[Check]) -> bool:
+    """Ready when nothing failed (warnings name what to do, they do not block)."""
+    return all(c.status != "fail" for c in checks)
+
+
+def worst(statuses: Iterable[Status]) -> Status:
+    return max(statuses, key=lambda s: RANK[s], default="pass")
+
+
+def section(evidence: Mapping[str, Any], name: str) -> tuple[dict[str, Any] | None, dict[str, Any] | None]:
+    """(section, error): a section the probe could not build carries only its error record."""
+    value = evidence.get(name)
+    if not isinstance(value, dict):
+        return None, None
+    if set(value) == {"error"} and isinstance(value["error"], dict):
+        return None, value["error"]
+    return value, None
+
+
+def no_evidence(name: str, evidence: Mapping[str, Any], what: str, error: dict[str, Any] | None) -> Check:
+    """A check whose evidence never came back: say why (the probe's own error records)."""
+    errors = [error] if error else [e for e in as_list(evidence.get("errors")) if isinstance(e, dict)]
+    reason = "; ".join(f"{e.get('type')}: {e.get('message')}" for e in errors[:3]) or "no reply"
+    timed_out = any(e.get("type") in ("timeout", "ProbeTimeout") for e in errors)
+    fix = ("raise --timeout (the tokenizer part was killed at its deadline)" if timed_out
+           else "rerun with --debug to see the remote side's stderr")
+    return Check(name, "fail", {"errors": errors[:3]}, fix, f"no evidence for {what}: {reason}")
+
+
+def quote(ids: Iterable[Any]) -> str:
+    items = list(ids)
+    shown = ", ".join(str(i) for i in items[:SHOWN])
+    return shown + (f" (+{len(items) - SHOWN} more)" if len(items) > SHOWN else "")
+
+
+def loaded_tokenizer(evidence: Mapping[str, Any]) -> dict[str, Any] | None:
+    tok, _err = section(evidence, "tokenizer")
+    return tok if tok and tok.get("loaded") else None
+
+
+def needs_tokenizer(name: str, evidence: Mapping[str, Any]) -> Check:
+    tok, err = section(evidence, "tokenizer")
+    if tok is None:
+        return no_evidence(name, evidence, "the tokenizer", err)
+    return Check(name, "fail", {"tokenizer_loaded": False}, "make the tokenizer load first (see the tokenizer check)",
+                 "not checked: the tokenizer did not load")
+
+
+def around(diff: dict[str, Any], key: str, width: int = 24) -> str:
+    """The few characters from the first difference on (the probe sends more, kept as evidence)."""
+    text = str(diff.get(key) or "")
+    offset = diff.get("offset")
+    offset = offset if isinstance(offset, int) else 0
+    # The probe's snippets start up to 60 characters before the difference; keep a few of them.
+    start = max(0, min(offset, 60) - 8)
+    return text[start:start + width]

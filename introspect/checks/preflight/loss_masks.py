@@ -1,0 +1,87 @@
+"""The ``loss-masks`` check: how assistant-only loss masks can be built with this template."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from introspect.checks.preflight.common import (
+    Check,
+    around,
+    loaded_tokenizer,
+    needs_tokenizer,
+    no_evidence,
+    section,
+)
+from introspect.remote.contract import as_dict, as_list
+
+
+def check_loss_masks(evidence: Mapping[str, Any]) -> Check:
+    if loaded_tokenizer(evidence) is None:
+        return needs_tokenizer("loss-masks", evidence)
+    masks, err = section(evidence, "masks")
+    if masks is None:
+        template = as_dict(evidence.get("template"))
+        if template and not template.get("present"):
+            return Check("loss-masks", "fail", {}, "add the model's chat template first",
+                         "no chat template: assistant turns cannot be located")
+        return no_evidence("loss-masks", evidence, "the loss masks", err)
+    direct = as_dict(masks.get("assistant_tokens_mask"))
+    prefix = {name: _prefix_summary(value) for name, value in as_dict(masks.get("prefix")).items()}
+    out = {"generation_markers": masks.get("generation_markers"), "assistant_tokens_mask": direct,
+           "prefix": prefix}
+    if direct.get("ok"):
+        return Check("loss-masks", "pass", dict(out, method="assistant_tokens_mask"), None,
+                     "method: apply_chat_template(return_assistant_tokens_mask=True) ({% generation %} markers): "
+                     f"{direct.get('masked_tokens')} of {direct.get('tokens')} tokens masked in, every assistant "
+                     "turn covered")
+    note = _direct_note(masks, direct)
+    plain, reasoning = prefix.get("plain") or {}, prefix.get("reasoning")
+    if plain.get("ok") and (reasoning is None or reasoning.get("ok")):
+        return Check("loss-masks", "pass", dict(out, method="prefix"), None,
+                     f"{note}; method: prefix property (each assistant turn = render(messages[:k+1]) minus "
+                     "render(messages[:k], add_generation_prompt=True), a prefix of the full render, in text "
+                     "and ids)")
+    per_turn_fix = ("build one sample per assistant turn: render messages[:k+1] and mask in only the span after "
+                    "render(messages[:k], add_generation_prompt=True)")
+    if plain.get("ok"):
+        turn = _first_broken(reasoning)
+        return Check("loss-masks", "warn", dict(out, method="prefix-without-reasoning"),
+                     per_turn_fix + " for conversations with reasoning_content",
+                     f"{note}; prefix property holds without reasoning, but the template rewrites earlier "
+                     f"turns' reasoning_content (turn at message {turn.get('index')}: {turn.get('why')}): "
+                     "with reasoning, one sample per assistant turn is needed")
+    turn = _first_broken(plain)
+    return Check("loss-masks", "warn", dict(out, method="per-turn-samples"), per_turn_fix,
+                 f"{note}; the prefix property fails (message {turn.get('index')}: {turn.get('why')}): "
+                 "one sample per assistant turn is needed")
+
+
+def _direct_note(masks: dict[str, Any], direct: dict[str, Any]) -> str:
+    if not masks.get("generation_markers"):
+        return "no {% generation %} markers in the template, so return_assistant_tokens_mask cannot work"
+    error = as_dict(direct.get("error"))
+    if error:
+        return f"return_assistant_tokens_mask fails ({error.get('type')}: {error.get('message')})"
+    return (f"return_assistant_tokens_mask masks {direct.get('masked_tokens')} tokens but does not cover every "
+            "assistant turn")
+
+
+def _prefix_summary(value: Any) -> dict[str, Any]:
+    value = as_dict(value)
+    if "error" in value and "turns" not in value:
+        return {"ok": False, "error": value["error"], "turns": []}
+    return {"ok": bool(value.get("ok")), "turns": as_list(value.get("turns"))}
+
+
+def _first_broken(summary: dict[str, Any] | None) -> dict[str, Any]:
+    summary = summary or {}
+    if summary.get("error"):
+        return {"index": None, "why": f"rendering raises {summary['error']}"}
+    for turn in as_list(summary.get("turns")):
+        if not turn.get("ok"):
+            diff = as_dict(turn.get("diff"))
+            why = (f"{diff.get('what')} differ at char {diff.get('offset')}: {around(diff, 'expected')!r} vs "
+                   f"{around(diff, 'got')!r}") if diff else "the rendering is a text prefix but not an id prefix"
+            return {"index": turn.get("index"), "why": why}
+    return {"index": None, "why": "no assistant turn located"}

@@ -1,0 +1,120 @@
+"""The ``tokenizer`` check: the tokenizer loads, agrees with its files, and decodes every id."""
+
+from __future__ import annotations
+
+import shlex
+from collections.abc import Mapping
+from typing import Any
+
+from introspect.checks.preflight.common import (
+    SHOWN,
+    Check,
+    no_evidence,
+    quote,
+    section,
+)
+from introspect.remote.contract import as_dict, as_list
+
+
+def check_tokenizer(evidence: Mapping[str, Any], pip: str) -> Check:
+    tok, err = section(evidence, "tokenizer")
+    if tok is None:
+        return no_evidence("tokenizer", evidence, "the tokenizer load", err)
+    if not tok.get("loaded"):
+        return _load_failure(tok, pip)
+    base = {k: tok.get(k) for k in ("class", "is_fast", "len", "vocab_size", "transformers_version",
+                                    "load_seconds", "trust_remote_code")}
+    added = as_dict(tok.get("added_tokens_check"))
+    sweep = as_dict(tok.get("decode_sweep"))
+    evidence_out = dict(base, added_tokens=_added_summary(added), decode_sweep=_sweep_summary(sweep))
+    if added.get("mismatches"):
+        return _added_mismatch(tok, added, evidence_out)
+    if sweep.get("failures"):
+        ids = [i.get("id") for i in as_list(sweep.get("items"))]
+        return Check("tokenizer", "fail", evidence_out,
+                     "do not generate data with this tokenizer: decode() raises for ids the model can "
+                     f"emit ({quote(ids)}); fix the tokenizer code or its vocabulary files",
+                     f"decode([id]) raises for {sweep['failures']} of {sweep.get('total')} ids")
+    where = f"{tok.get('class')} (transformers {tok.get('transformers_version')})"
+    foreign = _foreign_class(tok)
+    if foreign is not None:
+        return Check("tokenizer", "warn", dict(evidence_out, declared_classes=tok.get("declared_classes")),
+                     foreign[1], foreign[0])
+    agree = (f"{added['checked']} added tokens agree both ways with {', '.join(as_list(added.get('sources')))}"
+             if added else "no added tokens listed in the files")
+    if sweep and not sweep.get("complete"):
+        return Check("tokenizer", "warn", evidence_out, "raise --timeout to sweep every id",
+                     f"{where} loaded; {agree}; decode([id]) checked for only {sweep.get('checked')} "
+                     f"of {sweep.get('total')} ids within the time budget")
+    return Check("tokenizer", "pass", evidence_out, None,
+                 f"{where} loaded; {agree}; decode([id]) works for all {sweep.get('total', '?')} ids")
+
+
+def _foreign_class(tok: dict[str, Any]) -> tuple[str, str] | None:
+    """(message, fix) when the loaded class is not the model's own (auto_map) class."""
+    declared = [c for c in as_list(tok.get("declared_classes")) if isinstance(c, str)]
+    if not declared or tok.get("class") in declared:
+        return None
+    message = (f"loaded {tok.get('class')}, not the model's own {' / '.join(declared)} (auto_map): transformers "
+               "built a substitute (an automatic conversion) that a server running the model's code may not match")
+    if tok.get("trust_remote_code") is False:
+        return message, "drop --no-remote-code, so the data is tokenized by the model's own tokenizer class"
+    return message, "load with trust_remote_code=True from the model dir, so the auto_map class is used"
+
+
+def _added_summary(added: dict[str, Any]) -> dict[str, Any] | None:
+    if not added:
+        return None
+    return {"sources": added.get("sources"), "checked": added.get("checked"),
+            "mismatches": added.get("mismatches"), "items": as_list(added.get("items"))[:SHOWN]}
+
+
+def _sweep_summary(sweep: dict[str, Any]) -> dict[str, Any] | None:
+    if not sweep:
+        return None
+    return {k: sweep.get(k) for k in ("total", "checked", "complete", "failures", "seconds")} | {
+        "items": as_list(sweep.get("items"))[:SHOWN]}
+
+
+def _load_failure(tok: dict[str, Any], pip: str) -> Check:
+    error = as_dict(tok.get("error"))
+    cause = error.get("cause")
+    missing = [str(p) for p in as_list(error.get("missing_packages"))]
+    evidence = {"error": {k: error.get(k) for k in ("type", "message", "cause", "missing_packages")},
+                "trust_remote_code": tok.get("trust_remote_code"),
+                "transformers_version": tok.get("transformers_version")}
+    if missing:
+        fix = f"{pip} install " + " ".join(shlex.quote(p) for p in missing)
+    elif cause == "remote-code-refused":
+        fix = "drop --no-remote-code: this tokenizer is the model's own code, and the data must be built with it"
+    elif cause == "incompatible-code":
+        major = str(tok.get("transformers_version") or "").split(".")[0]
+        pin = f"'transformers<{major}'" if major.isdigit() else "the transformers release it was written for"
+        fix = (f"the model's tokenizer code does not fit this transformers: update the code from the model's "
+               f"repository, or {pip} install {pin}")
+    elif cause == "missing-files":
+        fix = "the model dir lacks tokenizer files: copy tokenizer_config.json and the vocabulary files next to config.json"
+    else:
+        fix = "fix the load error shown (run `introspect probe` on the same venv for the full traceback)"
+    return Check("tokenizer", "fail", evidence, fix,
+                 f"AutoTokenizer.from_pretrained fails: {error.get('type')}: {error.get('message')}")
+
+
+def _added_mismatch(tok: dict[str, Any], added: dict[str, Any], evidence: dict[str, Any]) -> Check:
+    items = as_list(added.get("items"))
+    first = as_dict(items[0]) if items else {}
+    detail = (f"id {first.get('id')} is {first.get('expected')!r} in {first.get('source')} but the loaded "
+              f"tokenizer gives decode([{first.get('id')}])={first.get('decoded')!r}, "
+              f"convert_ids_to_tokens={first.get('id_to_token')!r}, "
+              f"convert_tokens_to_ids={first.get('token_to_id')!r}, encode={first.get('encoded')!r}")
+    ids = quote(i.get("id") for i in items)
+    if tok.get("is_fast"):
+        fix = ("load the slow tokenizer class (AutoTokenizer.from_pretrained(path, trust_remote_code=True, "
+               "use_fast=False)): the automatic fast conversion shifted special-token ids; regenerate "
+               "tokenizer.json only from a tokenizer that passes this check")
+    else:
+        fix = (f"the tokenizer code and tokenizer_config.json's added_tokens_decoder disagree on ids {ids}: "
+               "restore the files of the model's repository (or correct those entries) until "
+               "decode([id]) and encode(token) agree with them; do not generate data before")
+    return Check("tokenizer", "fail", evidence, fix,
+                 f"{added.get('mismatches')} of {added.get('checked')} added tokens disagree with the files: {detail}")

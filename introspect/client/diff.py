@@ -1,0 +1,119 @@
+"""The controller side of ``diff``: each operand to a profile, live ones probed at once.
+
+An operand is a saved profile (``probe --output FILE``) or a live target
+``HOST:PATH`` / ``HOST:ORG/NAME[@REV]``, probed exactly as ``probe`` does, so the
+profiles carry the file hashes the diff compares.
+"""
+
+from __future__ import annotations
+
+import concurrent.futures
+import json
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from introspect.analysis.profile import PROFILE_SCHEMA
+from introspect.client.hub import is_repo_id
+from introspect.client.model import ProbeRequest, probe_model
+from introspect.errors import InputError, IntrospectError, ModelPathError, UsageError
+from introspect.transport.base import Executor
+
+if TYPE_CHECKING:
+    from introspect.inventory import HostEntry
+
+# host name -> its executor and inventory entry (the CLI's connection layers).
+ExecutorFor = Callable[[str], "tuple[Executor, HostEntry | None]"]
+
+
+@dataclass(frozen=True)
+class Side:
+    """One operand: a saved profile file, or a live host + model path / hub id."""
+
+    text: str
+    file: str | None = None
+    host: str | None = None
+    path: str | None = None
+    repo_id: str | None = None
+
+
+@dataclass(frozen=True)
+class LiveOptions:
+    venv: str | None
+    python: str | None
+    timeout: float
+    files_timeout: float
+    remote_code: bool
+    load_tokenizer: bool
+    hf_cache: str | None
+    json_cap: int
+
+
+def parse_side(text: str) -> Side:
+    """A saved profile when ``text`` is an existing local file, else ``HOST:PATH`` / ``HOST:ORG/NAME``."""
+    if Path(text).is_file():
+        return Side(text, file=text)
+    host, sep, rest = text.partition(":")
+    if not sep or not host or not rest:
+        raise UsageError(f"{text!r} is neither a saved profile file nor HOST:PATH",
+                         hint="pass a file written by `introspect probe --output`, or HOST:/path/to/model "
+                              "or HOST:org/name[@rev]")
+    if rest.startswith("/"):
+        return Side(text, host=host, path=rest)
+    if is_repo_id(rest):
+        return Side(text, host=host, repo_id=rest)
+    raise UsageError(f"{text!r}: {rest!r} is neither an absolute model path nor a hub id org/name[@rev]",
+                     hint="write HOST:/absolute/path/to/model or HOST:org/name[@rev]")
+
+
+def load_profile(path: str) -> dict[str, Any]:
+    try:
+        data = json.loads(Path(path).read_text(encoding="utf-8"))
+    except (OSError, UnicodeDecodeError, ValueError) as exc:
+        raise InputError(f"cannot read profile {path}: {exc}",
+                         hint="pass a file written by `introspect probe --output`") from None
+    if not isinstance(data, dict) or data.get("schema") != PROFILE_SCHEMA:
+        raise InputError(f"{path} is not an introspect profile ({PROFILE_SCHEMA})",
+                         hint="pass a file written by `introspect probe --output` (not --save-raw)")
+    return data
+
+
+def live_profile(side: Side, make_executor: ExecutorFor, opts: LiveOptions) -> dict[str, Any]:
+    """Probe one live target (resolving a hub id first) exactly as `introspect probe` does;
+    the profile carries the file hashes the diff compares."""
+    executor, entry = make_executor(side.host or "")
+    request = ProbeRequest(
+        model=side.repo_id or side.path or "", venv=opts.venv, python_exe=opts.python, timeout=opts.timeout,
+        files_timeout=opts.files_timeout, no_remote_code=not opts.remote_code,
+        no_tokenizer=not opts.load_tokenizer, max_json_bytes=opts.json_cap, hf_cache=opts.hf_cache,
+        no_cache=True)
+    outcome = probe_model(request, executor, entry)
+    _check_raw(side, outcome.raw)
+    return outcome.profile
+
+
+def _check_raw(side: Side, raw: dict[str, Any]) -> None:
+    """A run that could not read the model is an error here: a diff against nothing means nothing."""
+    fatal = raw.get("fatal")
+    if isinstance(fatal, dict):
+        raise IntrospectError(f"{side.text}: {fatal.get('message')}", hint=fatal.get("hint"),
+                              stage=fatal.get("stage"))
+    status = (raw.get("files") or {}).get("status")
+    if status and status != "ok":
+        raise ModelPathError(f"{side.text}: model path {raw['target'].get('model_path')!r}: {status}",
+                             hint="give the directory that holds config.json")
+
+
+def profiles_for(sides: list[Side], make_executor: ExecutorFor, opts: LiveOptions) -> list[dict[str, Any]]:
+    """Profiles in ``sides`` order; live ones probed in parallel, one connection each."""
+    out: dict[int, dict[str, Any]] = {}
+    with concurrent.futures.ThreadPoolExecutor(max_workers=2, thread_name_prefix="diff") as pool:
+        futures = {i: pool.submit(live_profile, s, make_executor, opts)
+                   for i, s in enumerate(sides) if s.file is None}
+        for i, side in enumerate(sides):
+            if side.file is not None:
+                out[i] = load_profile(side.file)
+        for i, future in futures.items():
+            out[i] = future.result()
+    return [out[i] for i in range(len(sides))]

@@ -1,0 +1,254 @@
+"""The controller side of ``probe``: one model directory on one target, to raw facts and a profile.
+
+Over one connection: a hub id is resolved to its snapshot first, then the file
+probe ("model") and the isolated tokenizer load ("tokenizer") run as two channels
+of :func:`introspect.client.runner.run_channels`. A whole-run deadline closes the
+connection when it passes (the remote watchdogs then stop their tasks); whatever
+finished is kept. Results come from the local cache when the remote fingerprint
+says nothing changed.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import threading
+import time
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any
+
+from introspect.analysis.profile import build_profile, exit_code
+from introspect.client.cache import ProbeCache, cache_key
+from introspect.client.fleet import FleetMonitor, run_fleet
+from introspect.client.hub import is_repo_id, resolve_model
+from introspect.client.runner import Channel, ChannelResult, error_record, run_channels, target_of
+from introspect.errors import ConnectError, IntrospectError, ModelPathError
+from introspect.remote.contract import (
+    DEFAULT_FILES_TIMEOUT,
+    DEFAULT_JSON_CAP,
+    DEFAULT_MAX_HEADER,
+    DEFAULT_TOKENIZER_TIMEOUT,
+    RAW_SCHEMA,
+    TargetBlock,
+    interpreter,
+)
+from introspect.transport.base import Executor
+
+if TYPE_CHECKING:
+    from introspect.inventory import HostEntry
+
+DEFAULT_DEADLINE_S = 300.0
+# Sections of the model task's facts copied into the raw facts as they are.
+MODEL_SECTIONS = ("files", "tokenizer_files", "safetensors", "drafters", "environment", "hashes", "fingerprint")
+
+
+@dataclasses.dataclass(frozen=True)
+class ProbeOptions:
+    """What the two remote tasks are asked (part of the cache key)."""
+
+    model_path: str
+    python: str = "python3"
+    venv: str | None = None
+    tokenizer_timeout: float = DEFAULT_TOKENIZER_TIMEOUT
+    files_timeout: float = DEFAULT_FILES_TIMEOUT
+    remote_code: bool = True
+    load_tokenizer: bool = True
+    json_cap: int = DEFAULT_JSON_CAP
+    max_header: int = DEFAULT_MAX_HEADER
+
+
+@dataclasses.dataclass(frozen=True)
+class ProbeRequest:
+    """What to probe and how, independent of where (one host, the local machine, a fleet)."""
+
+    model: str
+    venv: str | None = None
+    python_exe: str | None = None
+    timeout: float = DEFAULT_TOKENIZER_TIMEOUT
+    files_timeout: float = DEFAULT_FILES_TIMEOUT
+    no_remote_code: bool = False
+    no_tokenizer: bool = False
+    max_json_bytes: int = DEFAULT_JSON_CAP
+    hf_cache: str | None = None
+    refresh: bool = False
+    no_cache: bool = False
+    deadline: float = DEFAULT_DEADLINE_S
+
+
+@dataclasses.dataclass
+class ProbeOutcome:
+    code: int
+    raw: dict[str, Any]
+    profile: dict[str, Any]
+    error: IntrospectError | None = None  # why the run is incomplete (the CLI's error/fix lines)
+
+
+# --------------------------------------------------------------------------- gather
+
+
+def gather(executor: Executor, options: ProbeOptions, target: TargetBlock | dict[str, Any]) -> dict[str, Any]:
+    """Raw facts (see docs/raw-facts.md). Connection errors before any fact was
+    gathered propagate; anything later is recorded in ``raw["errors"]`` and
+    ``raw["fatal"]`` so the caller can still report what was found."""
+    started = time.monotonic()
+    raw: dict[str, Any] = {"schema": RAW_SCHEMA, "target": target, "errors": [], "timings": {},
+                           "fatal": None, "tokenizer_probe": None,
+                           "options": {"remote_code": options.remote_code,
+                                       "load_tokenizer": options.load_tokenizer}}
+    python = interpreter(options.python, options.venv)
+    channels = [Channel("model", python, "model",
+                        {"model_path": options.model_path, "json_cap": options.json_cap,
+                         "max_header": options.max_header, "deadline": options.files_timeout},
+                        options.files_timeout)]
+    if options.load_tokenizer:
+        channels.append(Channel("tokenizer", python, "tokenizer",
+                                {"model_path": options.model_path, "trust_remote_code": options.remote_code,
+                                 "sample": True}, options.tokenizer_timeout, isolate=True))
+    for result in run_channels(executor, channels).values():
+        _merge(result, raw)
+    raw["timings"]["total"] = round(time.monotonic() - started, 3)
+    return raw
+
+
+def _merge(result: ChannelResult, raw: dict[str, Any]) -> None:
+    """One channel's reply into ``raw``; a failed channel becomes an error record."""
+    task = result.channel.task
+    if result.error is not None:
+        if not isinstance(result.error, IntrospectError):
+            raise result.error  # a bug, not a remote failure: main reports it as one
+        exc = result.error
+        raw["errors"].append(error_record(task, exc))
+        if isinstance(exc, ConnectError) or raw["fatal"] is None and task == "model":
+            raw["fatal"] = exc.as_dict() | {"exit_code": exc.exit_code}
+        return
+    reply = result.reply
+    assert reply is not None
+    raw["timings"][task] = reply.seconds
+    raw["errors"].extend(reply.errors)
+    if reply.python:
+        raw.setdefault("python", reply.python)
+    if task == "model" and isinstance(reply.facts, dict):
+        for key in MODEL_SECTIONS:
+            raw[key] = reply.facts.get(key)
+        raw["timings"].update({f"model.{k}": v for k, v in (reply.facts.get("timings") or {}).items()})
+    elif task == "tokenizer":
+        raw["tokenizer_probe"] = reply.facts
+        if reply.supervisor:
+            raw["timings"]["tokenizer.supervisor"] = reply.supervisor.get("seconds")
+
+
+def gather_cached(executor: Executor, options: ProbeOptions, target: TargetBlock | dict[str, Any],
+                  cache: ProbeCache | None, *, refresh: bool) -> dict[str, Any]:
+    """Raw facts, from the local cache when the remote fingerprint says nothing changed
+    (one round trip), else gathered afresh and stored."""
+    key = cache_key(dict(target), dataclasses.asdict(options)) if cache is not None else ""
+    if cache is not None and not refresh:
+        try:
+            stamp = executor.run_python(str(target["python"]), "fingerprint", {"model_path": options.model_path},
+                                        timeout=options.files_timeout)
+            cached = cache.get(key, (stamp.facts or {}).get("digest"))
+        except IntrospectError:
+            cached = None  # the full probe below reports whatever is wrong
+        if cached is not None:
+            cached["cache"] = {"hit": True, "digest": cached.get("fingerprint", {}).get("digest")}
+            return cached
+    raw = gather(executor, options, target)
+    if cache is not None:
+        cache.put(key, raw)
+        raw["cache"] = {"hit": False}
+    return raw
+
+
+# --------------------------------------------------------------------------- one target
+
+
+def probe_model(request: ProbeRequest, executor: Executor, entry: HostEntry | None = None) -> ProbeOutcome:
+    """Probe one target over one connection and build its profile."""
+    venv, python_exe, model = request.venv, request.python_exe, request.model
+    if entry is not None and not venv and not python_exe and entry.venvs:
+        venv = entry.venvs[0].path  # the entry's first venv is the natural default
+    remote_code = not request.no_remote_code and (entry.remote_code if entry else True)
+    if entry is not None and venv:
+        remote_code = remote_code and all(v.remote_code for v in entry.venvs if v.path == venv)
+    python = interpreter(python_exe, venv)
+    with executor:
+        resolved = None
+        if is_repo_id(model):
+            # An id like moonshotai/Kimi-K2.6@rev: find its snapshot in the host's HF cache first.
+            model, resolved = resolve_model(executor, python, model, request.files_timeout,
+                                            cache_dir=request.hf_cache)
+        options = ProbeOptions(model_path=model, python=python_exe or "python3", venv=venv,
+                               tokenizer_timeout=request.timeout, files_timeout=request.files_timeout,
+                               remote_code=remote_code, load_tokenizer=not request.no_tokenizer,
+                               json_cap=request.max_json_bytes)
+        raw = _gather_within(executor, options, target_of(executor, python, venv, model), request)
+    if resolved is not None:
+        raw["resolved"] = resolved
+    profile = build_profile(raw)
+    return ProbeOutcome(exit_code(profile, raw), raw, profile, run_error(raw))
+
+
+def _gather_within(executor: Executor, options: ProbeOptions, target: TargetBlock,
+                   request: ProbeRequest) -> dict[str, Any]:
+    """gather_cached under the whole-run deadline: past it every channel is closed,
+    which makes the remote watchdogs kill their tasks; whatever finished is kept."""
+    cache = None if request.no_cache else ProbeCache()
+    expired = threading.Event()
+    def expire() -> None:
+        expired.set()
+        executor.close()
+
+    timer = threading.Timer(request.deadline, expire)
+    timer.daemon = True
+    timer.start()
+    try:
+        raw = gather_cached(executor, options, target, cache, refresh=request.refresh)
+    finally:
+        timer.cancel()
+    if expired.is_set():
+        raw["fatal"] = {"type": "ProbeTimeout", "exit_code": 1, "host": target.get("host"),
+                        "message": f"the run passed its {request.deadline:g} s deadline; "
+                                   "remote probes were stopped",
+                        "hint": "raise --deadline (and --timeout for slow tokenizer loads)"}
+    return raw
+
+
+def run_error(raw: dict[str, Any]) -> IntrospectError | None:
+    """Why a run could not complete (a fatal error, or a model path that is no model dir)."""
+    fatal = raw.get("fatal")
+    if fatal:
+        return IntrospectError(str(fatal.get("message")), hint=fatal.get("hint"), host=fatal.get("host") or None)
+    status = (raw.get("files") or {}).get("status")
+    if status and status != "ok":
+        return ModelPathError(f"model path {raw['target'].get('model_path')!r}: {status}",
+                              hint="pass --model the directory that holds config.json")
+    return None
+
+
+# --------------------------------------------------------------------------- a fleet
+
+
+def probe_hosts(request: ProbeRequest, hosts: Sequence[HostEntry], make_executor: Callable[[HostEntry], Executor],
+                *, parallel: int) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    """The same probe on many inventory hosts: one connection each, a bounded staggered pool.
+
+    Returns one item per host, in ``hosts`` order (``host``, ``exit_code``, ``profile``,
+    ``error``), and the fleet's connection counters.
+    """
+    monitor = FleetMonitor()
+
+    def work(entry: HostEntry) -> dict[str, Any]:
+        executor = make_executor(entry)
+        with monitor.connection(entry.name, closer=executor.close):
+            outcome = probe_model(request, executor, entry)
+        return {"host": entry.name, "exit_code": outcome.code, "profile": outcome.profile,
+                "error": outcome.raw.get("fatal")}
+
+    def failed(entry: HostEntry, exc: BaseException, _seconds: float) -> dict[str, Any]:
+        code = exc.exit_code if isinstance(exc, IntrospectError) else 1
+        error = exc.as_dict() if isinstance(exc, IntrospectError) else {"type": type(exc).__name__,
+                                                                        "message": str(exc), "hint": None}
+        return {"host": entry.name, "exit_code": code, "profile": None, "error": error}
+
+    results = run_fleet(hosts, work, parallel=parallel, on_error=failed, monitor=monitor)
+    items = [r if isinstance(r, dict) else failed(r.item, r.error, r.seconds) for r in results]
+    return items, monitor.stats()

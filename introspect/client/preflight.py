@@ -1,0 +1,176 @@
+"""The controller side of ``preflight``: is this host ready to generate drafter training data?
+
+Two requests of the remote ``preflight`` task run as two channels of one connection
+(:func:`introspect.client.runner.run_channels`): the quick standard-library part
+(endpoint, disk, packages) and the isolated tokenizer part (transformers, the model's
+own code, a hard deadline). A hung tokenizer load therefore still leaves the
+endpoint, disk and package verdicts. The verdicts are :mod:`introspect.checks.preflight`'s.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+import shlex
+import urllib.parse
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from introspect.checks.preflight import Check, evaluate, ready
+from introspect.client.runner import Channel, ChannelResult, run_channels, target_of
+from introspect.errors import ConnectError, InterpreterError, IntrospectError, ModelPathError, UsageError
+from introspect.inventory import venv_pip
+from introspect.remote.contract import interpreter
+from introspect.transport.base import Executor
+
+if TYPE_CHECKING:
+    from introspect.inventory import HostEntry
+
+SCHEMA = "introspect.preflight/v1"
+TASK = "preflight"
+DEFAULT_PACKAGES = ("transformers", "jinja2")
+DEFAULT_TIMEOUT = 300.0  # the tokenizer part: transformers import, the model's code, the checks
+DEFAULT_ENDPOINT_TIMEOUT = 30.0
+DEFAULT_MIN_FREE_GB = 50.0
+LIGHT_GRACE_S = 30.0  # on top of two endpoint calls: disk and package metadata are quick
+
+
+@dataclass(frozen=True)
+class PreflightRequest:
+    model: str
+    venv: str | None = None
+    python_exe: str | None = None
+    endpoint: str | None = None
+    api_key_env: str | None = None
+    endpoint_timeout: float = DEFAULT_ENDPOINT_TIMEOUT
+    output_dir: str | None = None
+    min_free_gb: float = DEFAULT_MIN_FREE_GB
+    packages: tuple[str, ...] = ()
+    timeout: float = DEFAULT_TIMEOUT
+    no_remote_code: bool = False
+
+
+@dataclass
+class PreflightReport:
+    checks: list[Check]
+    target: dict[str, Any]
+    document: dict[str, Any]  # the --json document
+
+    @property
+    def ready(self) -> bool:
+        return ready(self.checks)
+
+
+def validate(request: PreflightRequest) -> None:
+    """Usage errors, before anything connects."""
+    if request.venv and request.python_exe:
+        raise UsageError("--venv and --python are exclusive", hint="pass one: --venv DIR or --python EXE")
+    if request.endpoint is not None:
+        parts = urllib.parse.urlsplit(request.endpoint)
+        if parts.scheme not in ("http", "https") or not parts.hostname:
+            raise UsageError(f"--endpoint {request.endpoint!r} is not an http(s) URL",
+                             hint="pass the server's base URL, e.g. --endpoint http://127.0.0.1:30000")
+    if request.api_key_env is not None and not request.api_key_env.isidentifier():
+        raise UsageError(f"--api-key-env {request.api_key_env!r} is not a variable name",
+                         hint="pass the NAME of the variable (e.g. --api-key-env OPENAI_API_KEY), never the key")
+    if request.min_free_gb < 0 or request.endpoint_timeout <= 0 or request.timeout <= 0:
+        raise UsageError("--min-free-gb must be >= 0 and the timeouts > 0", hint="check the numbers given")
+    pipeline_packages(request.packages)
+
+
+def pipeline_packages(given: tuple[str, ...]) -> list[str]:
+    """transformers, jinja2 and the distributions named with --packages (repeatable or comma-separated)."""
+    names = list(DEFAULT_PACKAGES)
+    for value in given:
+        for name in value.split(","):
+            name = name.strip()
+            if not name:
+                continue
+            if not all(c.isalnum() or c in "-_." for c in name):
+                raise UsageError(f"--packages {name!r} is not a distribution name",
+                                 hint="name distributions as pip does (e.g. --packages datasets,pyarrow)")
+            if name not in names:
+                names.append(name)
+    return names
+
+
+def pip_command(venv: str | None, python_exe: str | None) -> str:
+    """The install command the fixes name: the pipeline venv's own pip."""
+    if venv:
+        return shlex.quote(venv_pip(venv))
+    return f"{shlex.quote(python_exe or 'python3')} -m pip"
+
+
+def run_preflight(request: PreflightRequest, executor: Executor, entry: HostEntry | None,
+                  *, local: bool) -> PreflightReport:
+    """Gather both parts' evidence over one connection and judge it."""
+    validate(request)
+    venv, model, output_dir = request.venv, request.model, request.output_dir
+    if entry is not None and not venv and not request.python_exe and entry.venvs:
+        venv = entry.venvs[0].path  # as `probe` does: the entry's first venv is the natural default
+    if local:
+        # Local run: paths are the user's, relative to this shell (remote ones resolve from $HOME).
+        model = os.path.abspath(model)
+        output_dir = os.path.abspath(output_dir) if output_dir else None
+    remote_code = not request.no_remote_code and (entry.remote_code if entry else True)
+    if entry is not None and venv:  # an inventory may forbid remote code per venv, as for `probe`
+        remote_code = remote_code and all(v.remote_code for v in entry.venvs if v.path == venv)
+    endpoint = request.endpoint.rstrip("/") if request.endpoint else None
+    task_request = {"model_path": model, "trust_remote_code": remote_code, "endpoint": endpoint,
+                    "endpoint_timeout": request.endpoint_timeout, "api_key_env": request.api_key_env,
+                    "output_dir": output_dir, "pipeline_packages": pipeline_packages(request.packages)}
+    python = interpreter(request.python_exe, venv)
+    with executor:
+        evidence = gather(executor, python, task_request, timeout=request.timeout,
+                          light_timeout=2 * request.endpoint_timeout + LIGHT_GRACE_S)
+    _require_model_dir(evidence, model)
+    checks = evaluate(evidence, min_free_gb=request.min_free_gb, pip=pip_command(venv, request.python_exe),
+                      model_path=model)
+    target = dict(target_of(executor, python, venv, model)) | {"endpoint": endpoint, "output_dir": output_dir}
+    return PreflightReport(checks, target, build_report(checks, evidence, target))
+
+
+def gather(executor: Executor, python: str, request: dict[str, Any], *, timeout: float,
+           light_timeout: float) -> dict[str, Any]:
+    """Both parts' evidence merged; a part that failed leaves its error records instead."""
+    channels = [Channel("light", python, TASK, dict(request, parts=["light"]), light_timeout),
+                Channel("tokenizer", python, TASK, dict(request, parts=["tokenizer"]), timeout, isolate=True)]
+    evidence: dict[str, Any] = {"errors": [], "timings": {}}
+    results = run_channels(executor, channels)
+    for channel in channels:
+        _merge(evidence, str(channel.key), results[channel.key])
+    return evidence
+
+
+def _merge(evidence: dict[str, Any], part: str, result: ChannelResult) -> None:
+    exc = result.error
+    if isinstance(exc, (ConnectError, InterpreterError)) or (exc is not None and not isinstance(exc, IntrospectError)):
+        raise exc  # unreachable host (3), unusable interpreter (2), or a bug: no verdict is possible
+    if isinstance(exc, IntrospectError):  # a timeout or crash of one part costs that part only
+        evidence["errors"].append({"probe": f"{TASK}.{part}", "type": type(exc).__name__,
+                                   "message": exc.message, "hint": exc.hint})
+        return
+    reply = result.reply
+    assert reply is not None
+    facts = reply.facts if isinstance(reply.facts, dict) else {}
+    for key, value in facts.items():
+        if key not in ("errors", "timings"):
+            evidence[key] = value
+    evidence["errors"].extend(e for e in reply.errors if isinstance(e, dict))
+    evidence["timings"].update({f"{part}.{k}": v for k, v in (facts.get("timings") or {}).items()})
+    evidence["timings"][part] = reply.seconds
+
+
+def _require_model_dir(evidence: dict[str, Any], model: str) -> None:
+    status = (evidence.get("model") or {}).get("status")
+    if status and status != "ok":
+        raise ModelPathError(f"model path {model!r}: {status}",
+                             hint="pass --model the directory that holds config.json (on the target)",
+                             stage="preflight")
+
+
+def build_report(checks: list[Check], evidence: dict[str, Any], target: dict[str, Any]) -> dict[str, Any]:
+    """The --json document: every check with status, evidence and fix."""
+    return {"schema": SCHEMA, "ready": ready(checks), "target": target,
+            "checks": [dataclasses.asdict(c) | {"title": c.title} for c in checks],
+            "errors": evidence.get("errors") or [], "timings": evidence.get("timings") or {}}

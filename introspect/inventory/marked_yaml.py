@@ -1,0 +1,87 @@
+"""YAML with line marks: PyYAML's safe loader, keeping the line of every key and item.
+
+The validator names ``file:line: key`` in every error, and must see duplicate keys
+that plain ``yaml.safe_load`` drops silently.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import yaml
+
+from introspect.inventory.model import InventoryError
+
+
+class MarkedMap(dict):
+    """A mapping that remembers the line of each key (PyYAML node marks, 1-based)."""
+
+    line: int
+    key_lines: dict[str, int]
+    duplicates: list[tuple[str, int, int]]  # (key, line, line of its first definition)
+
+
+class MarkedSeq(list):
+    line: int
+    item_lines: list[int]
+
+
+class _Loader(yaml.SafeLoader):
+    source = "<string>"
+
+
+def _construct_map(loader: _Loader, node: yaml.MappingNode) -> MarkedMap:
+    # Duplicates are checked on the raw node before merge keys (<<) are flattened:
+    # an explicit key overriding a merged one is legal YAML, a repeated key is not.
+    # Plain yaml.safe_load keeps the last duplicate silently.
+    seen: dict[Any, int] = {}
+    duplicates: list[tuple[str, int, int]] = []
+    for key_node, _ in node.value:
+        if key_node.tag == "tag:yaml.org,2002:merge":
+            continue
+        key = loader.construct_object(key_node, deep=True)
+        line = key_node.start_mark.line + 1
+        if not isinstance(key, str):
+            raise InventoryError(f"keys must be strings, got {type(key).__name__} {key!r}",
+                                 source=loader.source, line=line, key=str(key))
+        if key in seen:
+            # Reported by the validator, which knows the full key path (hosts.gpu-a...).
+            duplicates.append((key, line, seen[key]))
+        else:
+            seen[key] = line
+    loader.flatten_mapping(node)
+    out = MarkedMap()
+    out.line = node.start_mark.line + 1
+    out.key_lines = {}
+    out.duplicates = duplicates
+    for key_node, value_node in node.value:
+        key = loader.construct_object(key_node, deep=True)
+        out[key] = loader.construct_object(value_node, deep=True)
+        out.key_lines[key] = key_node.start_mark.line + 1
+    return out
+
+
+def _construct_seq(loader: _Loader, node: yaml.SequenceNode) -> MarkedSeq:
+    out = MarkedSeq(loader.construct_object(child, deep=True) for child in node.value)
+    out.line = node.start_mark.line + 1
+    out.item_lines = [child.start_mark.line + 1 for child in node.value]
+    return out
+
+
+_Loader.add_constructor("tag:yaml.org,2002:map", _construct_map)
+_Loader.add_constructor("tag:yaml.org,2002:seq", _construct_seq)
+
+
+def load_marked_yaml(text: str, source: str) -> Any:
+    loader = _Loader(text)
+    loader.source = source
+    try:
+        return loader.get_single_data()
+    except yaml.MarkedYAMLError as exc:
+        mark = exc.problem_mark or exc.context_mark
+        line = mark.line + 1 if mark is not None else None
+        raise InventoryError(f"invalid YAML: {exc.problem or exc}", source=source, line=line) from None
+    except yaml.YAMLError as exc:
+        raise InventoryError(f"invalid YAML: {exc}", source=source) from None
+    finally:
+        loader.dispose()

@@ -1,0 +1,47 @@
+"""Transport-neutral connection settings: what the flags and the inventory say, resolved.
+
+The CLI layers flags > host entry > inventory defaults > built-in defaults into one
+:class:`ConnectionSettings`; every executor class builds itself from it
+(``from_settings``), taking the fields that mean something to its transport and
+ignoring the rest.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:  # paramiko is imported only by the transports that use it
+    from introspect.transport.hostkeys import KnownHosts
+
+DEFAULT_CONNECT_TIMEOUT = 5.0  # like ssh -o ConnectTimeout=5
+DEFAULT_BANNER_TIMEOUT = 10.0
+DEFAULT_AUTH_TIMEOUT = 15.0
+
+
+@dataclass(frozen=True)
+class ConnectionSettings:
+    """Where and how to reach one target.
+
+    ``host`` is whatever the scheme addresses (an SSH address or ssh_config alias, a
+    container, a pod); ``options`` holds scheme-specific extras (a URL's query).
+    ``host_keys`` is a known_hosts already loaded for the whole run, shared by every
+    connection; ``None`` makes an SSH transport load ``known_hosts`` itself.
+    """
+
+    scheme: str = "local"
+    host: str | None = None
+    port: int | None = None
+    user: str | None = None
+    identity: str | None = None
+    jump: str | None = None
+    ssh_config: str | None = None  # None: ~/.ssh/config and /etc/ssh/ssh_config
+    passphrase_env: str | None = None  # name of the env var holding the key's passphrase
+    connect_timeout: float = DEFAULT_CONNECT_TIMEOUT
+    banner_timeout: float = DEFAULT_BANNER_TIMEOUT
+    auth_timeout: float = DEFAULT_AUTH_TIMEOUT
+    known_hosts: str | None = None  # None: ~/.ssh/known_hosts
+    accept_new: bool = False
+    host_keys: KnownHosts | None = field(default=None, compare=False)
+    options: Mapping[str, str] = field(default_factory=dict)
