@@ -6,6 +6,7 @@ import shlex
 from collections.abc import Mapping
 from typing import Any
 
+from introspect.analysis.added_tokens import AddedTokensVerdict, judge_added_tokens
 from introspect.checks.preflight.common import (
     SHOWN,
     Check,
@@ -27,8 +28,9 @@ def check_tokenizer(evidence: Mapping[str, Any], pip: str) -> Check:
     added = as_dict(tok.get("added_tokens_check"))
     sweep = as_dict(tok.get("decode_sweep"))
     evidence_out = dict(base, added_tokens=_added_summary(added), decode_sweep=_sweep_summary(sweep))
-    if added.get("mismatches"):
-        return _added_mismatch(tok, added, evidence_out)
+    verdict = judge_added_tokens(added)
+    if verdict is not None and verdict.failed:
+        return _added_mismatch(tok, verdict, evidence_out)
     if sweep.get("failures"):
         ids = [i.get("id") for i in as_list(sweep.get("items"))]
         return Check("tokenizer", "fail", evidence_out,
@@ -100,8 +102,8 @@ def _load_failure(tok: dict[str, Any], pip: str) -> Check:
                  f"AutoTokenizer.from_pretrained fails: {error.get('type')}: {error.get('message')}")
 
 
-def _added_mismatch(tok: dict[str, Any], added: dict[str, Any], evidence: dict[str, Any]) -> Check:
-    items = as_list(added.get("items"))
+def _added_mismatch(tok: dict[str, Any], verdict: AddedTokensVerdict, evidence: dict[str, Any]) -> Check:
+    items = verdict.disagree
     first = as_dict(items[0]) if items else {}
     detail = (f"id {first.get('id')} is {first.get('expected')!r} in {first.get('source')} but the loaded "
               f"tokenizer gives decode([{first.get('id')}])={first.get('decoded')!r}, "
@@ -117,4 +119,4 @@ def _added_mismatch(tok: dict[str, Any], added: dict[str, Any], evidence: dict[s
                "restore the files of the model's repository (or correct those entries) until "
                "decode([id]) and encode(token) agree with them; do not generate data before")
     return Check("tokenizer", "fail", evidence, fix,
-                 f"{added.get('mismatches')} of {added.get('checked')} added tokens disagree with the files: {detail}")
+                 f"{verdict.mismatches} of {verdict.checked} added tokens disagree with the files: {detail}")
