@@ -1,0 +1,141 @@
+"""A real podman container for the transport tests, built without any registry.
+
+The image is this machine's own Python (``/usr/bin/python3`` and its standard
+library), the shared libraries ``ldd`` says it and its extension modules need,
+``dash`` as /bin/sh, and an /etc/passwd with root and nobody: a tar file
+imported with ``podman import``. The container runs with no network, with the
+fixture's temp dir (and pyenv's Python 3.8, when present) bind-mounted at the
+same paths, so a test can put files where both sides see them.
+
+Two settings make podman work in restricted sandboxes and change nothing elsewhere:
+the container's RLIMIT_NOFILE/NPROC are pinned at or below our own soft limits
+(podman otherwise raises them, which fails with EPERM without CAP_SYS_RESOURCE), and
+runc is used when installed (crun 1.8 refuses hosts with both cgroup v1 and v2
+mounted: "cgroups in hybrid mode not supported").
+"""
+
+from __future__ import annotations
+
+import glob
+import os
+import resource
+import shutil
+import subprocess
+import tarfile
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+
+SYSTEM_PYTHON = os.path.realpath("/usr/bin/python3")
+OLD_PYTHON_TREE = Path(os.path.expanduser("~/.pyenv/versions/3.8.18"))
+PODMAN = shutil.which("podman")
+
+
+class Unavailable(Exception):
+    """podman cannot run a container here; the message is what podman printed."""
+
+
+def _podman(*args: str, timeout: float = 120, check: bool = True) -> subprocess.CompletedProcess[str]:
+    assert PODMAN is not None
+    proc = subprocess.run([PODMAN, *args], capture_output=True, text=True, timeout=timeout,
+                          stdin=subprocess.DEVNULL)
+    if check and proc.returncode != 0:
+        raise Unavailable(f"podman {' '.join(args[:2])} failed (exit {proc.returncode}): "
+                          f"{proc.stderr.strip() or proc.stdout.strip()}")
+    return proc
+
+
+def run_flags() -> list[str]:
+    # Lowering a limit needs no privilege; 4096 files and processes are plenty for a probe.
+    limits = [min(resource.getrlimit(kind)[0], 4096) if resource.getrlimit(kind)[0] != resource.RLIM_INFINITY
+              else 4096 for kind in (resource.RLIMIT_NOFILE, resource.RLIMIT_NPROC)]
+    flags = ["--network", "none", "--ulimit", f"nofile={limits[0]}:{limits[0]}",
+             "--ulimit", f"nproc={limits[1]}:{limits[1]}"]
+    if shutil.which("runc"):
+        flags += ["--runtime", "runc"]
+    return flags
+
+
+def _needed_libraries(binaries: list[str]) -> set[str]:
+    libs: set[str] = set()
+    for binary in binaries:
+        out = subprocess.run(["ldd", binary], capture_output=True, text=True).stdout
+        libs.update(word for line in out.splitlines() for word in line.split() if word.startswith("/"))
+    return libs
+
+
+def _rootfs_tar(dest: Path) -> Path:
+    stdlib = Path(SYSTEM_PYTHON.replace("/bin/", "/lib/"))
+    if not stdlib.is_dir():
+        raise Unavailable(f"no standard library next to {SYSTEM_PYTHON} (looked for {stdlib})")
+    dash = shutil.which("dash") or "/bin/sh"
+    extensions = glob.glob(str(stdlib / "lib-dynload" / "*.so"))
+    skip = {"dist-packages", "site-packages", "test", "__pycache__", "idlelib", "tkinter", "ensurepip",
+            "lib2to3", "pydoc_data", "turtledemo"}
+    tar_path = dest / "rootfs.tar"
+    with tarfile.open(tar_path, "w") as tar:
+        for path in sorted({SYSTEM_PYTHON, dash, *_needed_libraries([SYSTEM_PYTHON, dash, *extensions])}):
+            tar.add(os.path.realpath(path), arcname=path.lstrip("/"))
+        tar.add(str(stdlib), arcname=str(stdlib).lstrip("/"),
+                filter=lambda info: None if skip & set(Path(info.name).parts) else info)
+        for name, target in (("bin", "usr/bin"), ("usr/bin/python3", os.path.basename(SYSTEM_PYTHON)),
+                             ("usr/bin/sh", os.path.basename(dash))):
+            link = tarfile.TarInfo(name)
+            link.type, link.linkname = tarfile.SYMTYPE, target
+            tar.addfile(link)
+        for directory, mode in (("tmp", 0o1777), ("root", 0o700), ("etc", 0o755)):
+            info = tarfile.TarInfo(directory)
+            info.type, info.mode = tarfile.DIRTYPE, mode
+            tar.addfile(info)
+        _add_text(tar, "etc/passwd", "root:x:0:0:root:/root:/bin/sh\nnobody:x:65534:65534:nobody:/:/bin/sh\n")
+        _add_text(tar, "etc/group", "root:x:0:\nnogroup:x:65534:\n")
+    return tar_path
+
+
+def _add_text(tar: tarfile.TarFile, name: str, text: str) -> None:
+    import io
+
+    data = text.encode()
+    info = tarfile.TarInfo(name)
+    info.size, info.mode = len(data), 0o644
+    tar.addfile(info, io.BytesIO(data))
+
+
+@dataclass
+class Container:
+    name: str
+    image: str
+
+    @property
+    def python(self) -> str:
+        return "/usr/bin/python3"
+
+    def diff(self) -> set[str]:
+        """Paths changed in the container's root file system since it started (``podman diff``)."""
+        return set(_podman("diff", self.name).stdout.splitlines())
+
+    def stop(self) -> None:
+        _podman("rm", "--force", "--time", "0", self.name, check=False)
+
+
+def image(workdir: Path) -> str:
+    if PODMAN is None:
+        raise Unavailable("podman is not installed (scripts/setup installs it as root: apt-get install podman runc)")
+    tag = f"localhost/introspect-test-python:{os.path.basename(SYSTEM_PYTHON)}"
+    if _podman("image", "exists", tag, check=False).returncode != 0:
+        _podman("import", "--quiet", str(_rootfs_tar(workdir)), tag)
+    return tag
+
+
+def start(workdir: Path, shared: Path) -> Container:
+    """A running container with ``shared`` (and pyenv's 3.8 tree, read-only) at the same paths."""
+    tag = image(workdir)
+    # Run once in the foreground: if the runtime cannot start containers here, this is where it says why.
+    _podman("run", "--rm", *run_flags(), tag, "/usr/bin/python3", "-c", "pass")
+    name = f"introspect-test-{uuid.uuid4().hex[:8]}"
+    mounts = ["-v", f"{shared}:{shared}"]
+    if OLD_PYTHON_TREE.is_dir():
+        mounts += ["-v", f"{OLD_PYTHON_TREE}:{OLD_PYTHON_TREE}:ro"]
+    _podman("run", "-d", "--name", name, *run_flags(), *mounts, tag, "/usr/bin/python3", "-B", "-c",
+            "import time; time.sleep(86400)")
+    return Container(name, tag)
