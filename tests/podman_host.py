@@ -29,6 +29,7 @@ from pathlib import Path
 SYSTEM_PYTHON = os.path.realpath("/usr/bin/python3")
 OLD_PYTHON_TREE = Path(os.path.expanduser("~/.pyenv/versions/3.8.18"))
 PODMAN = shutil.which("podman")
+IMAGE_VERSION = 2  # bump when the image's contents change: images are reused by tag
 
 
 class Unavailable(Exception):
@@ -70,11 +71,14 @@ def _rootfs_tar(dest: Path) -> Path:
         raise Unavailable(f"no standard library next to {SYSTEM_PYTHON} (looked for {stdlib})")
     dash = shutil.which("dash") or "/bin/sh"
     extensions = glob.glob(str(stdlib / "lib-dynload" / "*.so"))
+    # glibc dlopen()s libgcc_s for thread exit and cancellation; ldd cannot see that.
+    dlopened = glob.glob("/lib/*/libgcc_s.so.1") + glob.glob("/usr/lib/*/libgcc_s.so.1")
     skip = {"dist-packages", "site-packages", "test", "__pycache__", "idlelib", "tkinter", "ensurepip",
             "lib2to3", "pydoc_data", "turtledemo"}
     tar_path = dest / "rootfs.tar"
     with tarfile.open(tar_path, "w") as tar:
-        for path in sorted({SYSTEM_PYTHON, dash, *_needed_libraries([SYSTEM_PYTHON, dash, *extensions])}):
+        for path in sorted({SYSTEM_PYTHON, dash, *dlopened,
+                            *_needed_libraries([SYSTEM_PYTHON, dash, *extensions])}):
             tar.add(os.path.realpath(path), arcname=path.lstrip("/"))
         tar.add(str(stdlib), arcname=str(stdlib).lstrip("/"),
                 filter=lambda info: None if skip & set(Path(info.name).parts) else info)
@@ -121,7 +125,7 @@ class Container:
 def image(workdir: Path) -> str:
     if PODMAN is None:
         raise Unavailable("podman is not installed (scripts/setup installs it as root: apt-get install podman runc)")
-    tag = f"localhost/introspect-test-python:{os.path.basename(SYSTEM_PYTHON)}"
+    tag = f"localhost/introspect-test-python:{os.path.basename(SYSTEM_PYTHON)}-{IMAGE_VERSION}"
     if _podman("image", "exists", tag, check=False).returncode != 0:
         _podman("import", "--quiet", str(_rootfs_tar(workdir)), tag)
     return tag
