@@ -78,6 +78,8 @@ def control_dir(persist: bool) -> Path:
     runtime = os.environ.get("XDG_RUNTIME_DIR")
     root = Path(runtime) if runtime and os.path.isdir(runtime) else Path(tempfile.gettempdir())
     path = root / f"introspect-ssh-{os.getuid()}"
+    if len(str(path)) + 41 > _MAX_SOCKET_PATH:  # + "/" and %C's 40 hex digits
+        path = Path("/tmp") / f"introspect-ssh-{os.getuid()}"
     path.mkdir(mode=0o700, exist_ok=True)
     info = path.lstat()
     if path.is_symlink() or info.st_uid != os.getuid() or info.st_mode & 0o077:
