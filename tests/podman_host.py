@@ -143,3 +143,10 @@ def start(workdir: Path, shared: Path) -> Container:
     _podman("run", "-d", "--name", name, *run_flags(), *mounts, tag, "/usr/bin/python3", "-B", "-c",
             "import time; time.sleep(86400)")
     return Container(name, tag)
+
+
+def created(tag: str) -> Container:
+    """A container that exists but was never started."""
+    name = f"introspect-test-{uuid.uuid4().hex[:8]}"
+    _podman("create", "--name", name, *run_flags(), tag, "/usr/bin/python3", "-B", "-c", "pass")
+    return Container(name, tag)

@@ -16,7 +16,7 @@ from collections.abc import Sequence
 
 from introspect.errors import AuthenticationFailed, HostUnreachable, UsageError
 from introspect.transport.base import Executor
-from introspect.transport.exec_cli import ClientErrorRule, ClientNotFound, ExecCLIExecutor, rule
+from introspect.transport.exec_cli import ClientErrorRule, ClientNotFound, ExecCLIExecutor, plain, rule
 from introspect.transport.target import Target
 
 _NO_USER = rule(r"unable to find user|no matching entries in passwd file", UsageError,
@@ -103,6 +103,9 @@ class KubectlExecutor(ExecCLIExecutor):
                  context: str | None = None, kubeconfig: str | None = None,
                  binary: str | None = None) -> None:
         where = "/".join(p for p in (namespace, pod, container) if p)
+        for what, value in (("pod", pod), ("namespace", namespace), ("container", container),
+                            ("context", context), ("kubeconfig", kubeconfig)):
+            plain(value, what, f"kubectl://{where}")
         super().__init__(Target(scheme=self.scheme, host=context, label=f"kubectl://{where}",
                                 container=where), binary=binary)
         self.pod, self.namespace, self.container = pod, namespace, container

@@ -45,6 +45,14 @@ class ClientNotFound(UsageError):
     exit_code = EXIT_USAGE
 
 
+def plain(value: str | None, what: str, label: str) -> str | None:
+    """Refuse a name a client would read as an option (hostspec already checks; this guards direct callers)."""
+    if value is not None and (not value or value.startswith("-") or any(c.isspace() for c in value)):
+        raise UsageError(f"{what} {value!r} is not a plain name", hint=f"pass the {what} as `ps`/`list` shows it",
+                         host=label, stage="client")
+    return value
+
+
 def find_client(name: str, *, label: str, binary: str | None = None) -> str:
     """Absolute path of the client, or ClientNotFound with its install hint."""
     path = shutil.which(binary or name)
@@ -108,6 +116,8 @@ class ExecCLIExecutor(Executor):
 
     def __init__(self, target: Target, *, via: Executor | None = None, binary: str | None = None) -> None:
         super().__init__()
+        for what, value in (("container", target.container), ("user", target.user), ("host", target.host)):
+            plain(value, what, target.label)
         self.target = target
         self.label = target.label
         self.via = via

@@ -54,21 +54,6 @@ class Remote:
         return path
 
 
-@pytest.fixture(scope="session")
-def shared_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    return tmp_path_factory.mktemp("transport-shared")
-
-
-@pytest.fixture(scope="session")
-def podman_container(tmp_path_factory: pytest.TempPathFactory, shared_dir: Path) -> Iterator[podman_host.Container]:
-    try:
-        container = podman_host.start(tmp_path_factory.mktemp("podman-image"), shared_dir)
-    except (podman_host.Unavailable, subprocess.TimeoutExpired) as exc:
-        pytest.skip(f"podman cannot run a container here: {exc}")
-    yield container
-    container.stop()
-
-
 def openssh_config(tmp: Path, sshd, keys) -> Path:
     config = tmp / "ssh_config"
     config.write_text(f"Host *\n  IdentityFile {keys.key}\n  IdentitiesOnly yes\n  IdentityAgent none\n"

@@ -1,0 +1,27 @@
+"""Fixtures shared by the transport tests: a dir both sides see, and a real podman container."""
+
+from __future__ import annotations
+
+import subprocess
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from tests import podman_host
+
+
+@pytest.fixture(scope="session")
+def shared_dir(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("transport-shared")
+
+
+@pytest.fixture(scope="session")
+def podman_container(tmp_path_factory: pytest.TempPathFactory, shared_dir: Path) -> Iterator[podman_host.Container]:
+    """A running container with ``shared_dir`` mounted; skipped with podman's own message where it cannot run."""
+    try:
+        container = podman_host.start(tmp_path_factory.mktemp("podman-image"), shared_dir)
+    except (podman_host.Unavailable, subprocess.TimeoutExpired) as exc:
+        pytest.skip(f"podman cannot run a container here: {exc}")
+    yield container
+    container.stop()
