@@ -150,3 +150,42 @@ def created(tag: str) -> Container:
     name = f"introspect-test-{uuid.uuid4().hex[:8]}"
     _podman("create", "--name", name, *run_flags(), tag, "/usr/bin/python3", "-B", "-c", "pass")
     return Container(name, tag)
+
+
+@dataclass
+class DockerAPI:
+    url: str
+    proc: subprocess.Popen[bytes]
+
+    def stop(self) -> None:
+        self.proc.terminate()
+        try:
+            self.proc.wait(10)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+
+
+def docker_api(workdir: Path) -> DockerAPI:
+    """``podman system service``: the Docker Engine API over a unix socket, for the real docker CLI."""
+    import time
+
+    docker = shutil.which("docker")
+    if PODMAN is None or docker is None:
+        raise Unavailable("the docker CLI is not installed (scripts/setup installs docker.io's CLI as root)")
+    socket_path = workdir / "docker.sock"
+    log = open(workdir / "service.log", "wb")  # noqa: SIM115 - the service keeps it until stop()
+    proc = subprocess.Popen([PODMAN, "system", "service", "--time=0", f"unix://{socket_path}"],
+                            stdin=subprocess.DEVNULL, stdout=log, stderr=log)
+    log.close()
+    url = f"unix://{socket_path}"
+    deadline = time.monotonic() + 30
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise Unavailable(f"podman system service exited: {(workdir / 'service.log').read_text()[-2000:]}")
+        version = subprocess.run([docker, "--host", url, "version"], capture_output=True, text=True)
+        if version.returncode == 0:
+            return DockerAPI(url, proc)
+        time.sleep(0.2)
+    proc.kill()
+    raise Unavailable(f"the docker CLI cannot talk to podman's Docker API: {version.stderr.strip()}")

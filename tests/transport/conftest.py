@@ -25,3 +25,14 @@ def podman_container(tmp_path_factory: pytest.TempPathFactory, shared_dir: Path)
         pytest.skip(f"podman cannot run a container here: {exc}")
     yield container
     container.stop()
+
+
+@pytest.fixture(scope="session")
+def docker_host(podman_container: podman_host.Container, tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """DOCKER_HOST for the real docker CLI: podman's Docker-compatible API service, on a private socket."""
+    try:
+        service = podman_host.docker_api(tmp_path_factory.mktemp("docker-api"))
+    except podman_host.Unavailable as exc:
+        pytest.skip(str(exc))
+    yield service.url
+    service.stop()

@@ -3,6 +3,7 @@
 - ``openssh``: the system ssh client against the loopback sshd fixture;
 - ``podman``: a real container (tests/podman_host.py), skipped with podman's own words where
   containers cannot run;
+- ``docker``: the real docker CLI on the same container, through podman's Docker-compatible API;
 - ``kubectl-standin``, ``pct-standin``, ``lxc-attach-standin``, ``pct-via-openssh-standin``:
   the executors' real argv, run by a stand-in client that execs the command here
   (tests/transport/standins.py), because no cluster or Proxmox node can exist on a test machine.
@@ -27,7 +28,13 @@ import pytest
 from introspect.errors import InterpreterError
 from introspect.transport import shipping
 from introspect.transport.base import Executor
-from introspect.transport.containers import KubectlExecutor, LxcExecutor, PctExecutor, PodmanExecutor
+from introspect.transport.containers import (
+    DockerExecutor,
+    KubectlExecutor,
+    LxcExecutor,
+    PctExecutor,
+    PodmanExecutor,
+)
 from introspect.transport.openssh import OpenSSHExecutor
 from tests import podman_host
 from tests.transport.standins import make_standin, seen
@@ -86,14 +93,18 @@ def _make(kind: str, request, tmp: Path, shared: Path) -> tuple[Executor, str, P
     return PctExecutor(200, via=_openssh(request, tmp), binary=str(program)), HERE_PY, log
 
 
-KINDS = ["openssh", "podman", "kubectl-standin", "pct-standin", "lxc-attach-standin", "pct-via-openssh-standin"]
+KINDS = ["openssh", "podman", "docker", "kubectl-standin", "pct-standin", "lxc-attach-standin", "pct-via-openssh-standin"]
 
 
 @pytest.fixture(params=KINDS)
-def remote(request, tmp_path: Path, shared_dir: Path) -> Iterator[Remote]:
-    if request.param == "podman":
+def remote(request, tmp_path: Path, shared_dir: Path, monkeypatch) -> Iterator[Remote]:
+    if request.param in ("podman", "docker"):
         container = request.getfixturevalue("podman_container")
         executor: Executor = PodmanExecutor(container.name)
+        if request.param == "docker":
+            # The real docker CLI, talking to podman's Docker-compatible API about the same container.
+            monkeypatch.setenv("DOCKER_HOST", request.getfixturevalue("docker_host"))
+            executor = DockerExecutor(container.name)
         python, log = container.python, None
         changed = container.diff
     else:
