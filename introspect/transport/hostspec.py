@@ -43,6 +43,7 @@ _CONTAINER = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.-]*")
 _DNS_SUBDOMAIN = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*")
 _DNS_LABEL = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?")
 _WORD = re.compile(r"[^\s@/?#\[\]]+")
+_USER = re.compile(r"[^\s/?#:\[\]]+")  # '@' allowed, percent-encoded: Kerberos principals (ml%40CORP)
 _PLAIN = re.compile(r"[A-Za-z0-9._:/@+=,~-]+")
 
 
@@ -119,7 +120,7 @@ def parse_host(text: str) -> HostSpec:
                              hint=f"use the NAME or ID that `{scheme} ps` shows: {_FORMS[scheme]}")
         user = query.get("user")
         return HostSpec(scheme=scheme, container=name,
-                        user=_checked_word(user, "container user", text) if user else None, text=text)
+                        user=_checked_word(user, "container user", text, _USER) if user else None, text=text)
     if scheme == "kubectl":
         return _parse_kubectl(parts.netloc, parts.path, query, text)
     if scheme == "lxc":
@@ -151,11 +152,11 @@ def _query(scheme: str, query: str, text: str) -> dict[str, str]:
     return found
 
 
-def _checked_word(value: str, what: str, text: str) -> str:
+def _checked_word(value: str, what: str, text: str, pattern: re.Pattern[str] = _WORD) -> str:
     # A leading '-' would be read as an option by ssh, docker or kubectl.
-    if value.startswith("-") or not _WORD.fullmatch(value):
+    if value.startswith("-") or not pattern.fullmatch(value):
         raise UsageError(f"{what} {value!r} in {text!r} is not a plain name",
-                         hint=f"a {what} may not start with '-' or contain spaces, '@', '/', '?', '#'")
+                         hint=f"a {what} may not start with '-' or contain spaces, '/', '?' or '#'")
     return value
 
 
@@ -169,7 +170,7 @@ def _parse_ssh(scheme: str, netloc: str, path: str, text: str) -> HostSpec:
         if ":" in login:
             raise UsageError(f"a password in host spec {text!r} is not supported",
                              hint="use a key or ssh-agent; a password in a URL ends up in shell history")
-        user = _checked_word(unquote(login), "user name", text)
+        user = _checked_word(unquote(login), "user name", text, _USER)
     host, port = _split_port(scheme, netloc, text)
     if not host:
         raise UsageError(f"host spec {text!r} names no host", hint=f"write it as {_FORMS[scheme]}")
