@@ -1,9 +1,7 @@
 """A real podman container for the transport tests, built without any registry.
 
-The image is this machine's own Python (``/usr/bin/python3`` and its standard
-library), the shared libraries ``ldd`` says it and its extension modules need,
-``dash`` as /bin/sh, and an /etc/passwd with root and nobody: a tar file
-imported with ``podman import``. The container runs with no network, with the
+The image is tests/rootfs.py's tree (this machine's own Python and the libraries
+it needs) imported with ``podman import``. The container runs with no network, with the
 fixture's temp dir (and pyenv's Python 3.8, when present) bind-mounted at the
 same paths, so a test can put files where both sides see them.
 
@@ -16,24 +14,18 @@ mounted: "cgroups in hybrid mode not supported").
 
 from __future__ import annotations
 
-import glob
 import os
 import resource
 import shutil
 import subprocess
-import tarfile
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
 
-SYSTEM_PYTHON = os.path.realpath("/usr/bin/python3")
-OLD_PYTHON_TREE = Path(os.path.expanduser("~/.pyenv/versions/3.8.18"))
+from tests.rootfs import OLD_PYTHON_TREE, SYSTEM_PYTHON, Unavailable, rootfs_tar
+
 PODMAN = shutil.which("podman")
 IMAGE_VERSION = 2  # bump when the image's contents change: images are reused by tag
-
-
-class Unavailable(Exception):
-    """podman cannot run a container here; the message is what podman printed."""
 
 
 def _podman(*args: str, timeout: float = 120, check: bool = True) -> subprocess.CompletedProcess[str]:
@@ -55,54 +47,6 @@ def run_flags() -> list[str]:
     if shutil.which("runc"):
         flags += ["--runtime", "runc"]
     return flags
-
-
-def _needed_libraries(binaries: list[str]) -> set[str]:
-    libs: set[str] = set()
-    for binary in binaries:
-        out = subprocess.run(["ldd", binary], capture_output=True, text=True).stdout
-        libs.update(word for line in out.splitlines() for word in line.split() if word.startswith("/"))
-    return libs
-
-
-def _rootfs_tar(dest: Path) -> Path:
-    stdlib = Path(SYSTEM_PYTHON.replace("/bin/", "/lib/"))
-    if not stdlib.is_dir():
-        raise Unavailable(f"no standard library next to {SYSTEM_PYTHON} (looked for {stdlib})")
-    dash = shutil.which("dash") or "/bin/sh"
-    extensions = glob.glob(str(stdlib / "lib-dynload" / "*.so"))
-    # glibc dlopen()s libgcc_s for thread exit and cancellation; ldd cannot see that.
-    dlopened = glob.glob("/lib/*/libgcc_s.so.1") + glob.glob("/usr/lib/*/libgcc_s.so.1")
-    skip = {"dist-packages", "site-packages", "test", "__pycache__", "idlelib", "tkinter", "ensurepip",
-            "lib2to3", "pydoc_data", "turtledemo"}
-    tar_path = dest / "rootfs.tar"
-    with tarfile.open(tar_path, "w") as tar:
-        for path in sorted({SYSTEM_PYTHON, dash, *dlopened,
-                            *_needed_libraries([SYSTEM_PYTHON, dash, *extensions])}):
-            tar.add(os.path.realpath(path), arcname=path.lstrip("/"))
-        tar.add(str(stdlib), arcname=str(stdlib).lstrip("/"),
-                filter=lambda info: None if skip & set(Path(info.name).parts) else info)
-        for name, target in (("bin", "usr/bin"), ("usr/bin/python3", os.path.basename(SYSTEM_PYTHON)),
-                             ("usr/bin/sh", os.path.basename(dash))):
-            link = tarfile.TarInfo(name)
-            link.type, link.linkname = tarfile.SYMTYPE, target
-            tar.addfile(link)
-        for directory, mode in (("tmp", 0o1777), ("root", 0o700), ("etc", 0o755)):
-            info = tarfile.TarInfo(directory)
-            info.type, info.mode = tarfile.DIRTYPE, mode
-            tar.addfile(info)
-        _add_text(tar, "etc/passwd", "root:x:0:0:root:/root:/bin/sh\nnobody:x:65534:65534:nobody:/:/bin/sh\n")
-        _add_text(tar, "etc/group", "root:x:0:\nnogroup:x:65534:\n")
-    return tar_path
-
-
-def _add_text(tar: tarfile.TarFile, name: str, text: str) -> None:
-    import io
-
-    data = text.encode()
-    info = tarfile.TarInfo(name)
-    info.size, info.mode = len(data), 0o644
-    tar.addfile(info, io.BytesIO(data))
 
 
 @dataclass
@@ -127,7 +71,7 @@ def image(workdir: Path) -> str:
         raise Unavailable("podman is not installed (scripts/setup installs it as root: apt-get install podman runc)")
     tag = f"localhost/introspect-test-python:{os.path.basename(SYSTEM_PYTHON)}-{IMAGE_VERSION}"
     if _podman("image", "exists", tag, check=False).returncode != 0:
-        _podman("import", "--quiet", str(_rootfs_tar(workdir)), tag)
+        _podman("import", "--quiet", str(rootfs_tar(workdir / "rootfs.tar")), tag)
     return tag
 
 

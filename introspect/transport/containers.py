@@ -144,10 +144,12 @@ class LxcExecutor(ExecCLIExecutor):
              stage="auth"),
     )
 
-    def __init__(self, name: str, *, client: str | None = None) -> None:
-        super().__init__(Target(scheme=self.scheme, label=f"lxc://{name}", container=name))
+    def __init__(self, name: str, *, client: str | None = None, lxcpath: str | None = None,
+                 binary: str | None = None) -> None:
+        super().__init__(Target(scheme=self.scheme, label=f"lxc://{name}", container=name), binary=binary)
         self.name = name
         self.chosen = client
+        self.lxcpath = plain(lxcpath, "lxcpath", self.label)  # lxc-attach -P: containers outside /var/lib/lxc
 
     def connect(self) -> None:
         if self.chosen is None:
@@ -163,7 +165,8 @@ class LxcExecutor(ExecCLIExecutor):
     def exec_prefix(self, client: str) -> list[str]:
         if self.client == "lxc":
             return [client, "exec", self.name, "--mode=non-interactive", "--"]
-        return [client, "-n", self.name, "--"]
+        where = ["-P", self.lxcpath] if self.lxcpath else []
+        return [client, *where, "-n", self.name, "--"]
 
 
 class PctExecutor(ExecCLIExecutor):

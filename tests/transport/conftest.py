@@ -1,4 +1,4 @@
-"""Fixtures shared by the transport tests: a dir both sides see, and a real podman container."""
+"""Fixtures shared by the transport tests: a dir both sides see, real podman and LXC containers."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from tests import podman_host
+from tests import lxc_host, podman_host
 
 
 @pytest.fixture(scope="session")
@@ -36,3 +36,14 @@ def docker_host(podman_container: podman_host.Container, tmp_path_factory: pytes
         pytest.skip(str(exc))
     yield service.url
     service.stop()
+
+
+@pytest.fixture(scope="session")
+def lxc_container(tmp_path_factory: pytest.TempPathFactory, shared_dir: Path) -> Iterator[lxc_host.LxcContainer]:
+    """A running LXC container with ``shared_dir`` mounted; skipped with LXC's own message where it cannot run."""
+    try:
+        container = lxc_host.start(tmp_path_factory.mktemp("lxc"), shared_dir)
+    except (lxc_host.Unavailable, subprocess.TimeoutExpired) as exc:
+        pytest.skip(f"LXC cannot run a container here: {exc}")
+    yield container
+    container.stop()

@@ -4,6 +4,7 @@
 - ``podman``: a real container (tests/podman_host.py), skipped with podman's own words where
   containers cannot run;
 - ``docker``: the real docker CLI on the same container, through podman's Docker-compatible API;
+- ``lxc-attach``: a real LXC container (tests/lxc_host.py) entered with the real lxc-attach;
 - ``kubectl-standin``, ``pct-standin``, ``lxc-attach-standin``, ``pct-via-openssh-standin``:
   the executors' real argv, run by a stand-in client that execs the command here
   (tests/transport/standins.py), because no cluster or Proxmox node can exist on a test machine.
@@ -93,7 +94,7 @@ def _make(kind: str, request, tmp: Path, shared: Path) -> tuple[Executor, str, P
     return PctExecutor(200, via=_openssh(request, tmp), binary=str(program)), HERE_PY, log
 
 
-KINDS = ["openssh", "podman", "docker", "kubectl-standin", "pct-standin", "lxc-attach-standin", "pct-via-openssh-standin"]
+KINDS = ["openssh", "podman", "docker", "lxc-attach", "kubectl-standin", "pct-standin", "lxc-attach-standin", "pct-via-openssh-standin"]
 
 
 @pytest.fixture(params=KINDS)
@@ -107,6 +108,10 @@ def remote(request, tmp_path: Path, shared_dir: Path, monkeypatch) -> Iterator[R
             executor = DockerExecutor(container.name)
         python, log = container.python, None
         changed = container.diff
+    elif request.param == "lxc-attach":
+        lxc = request.getfixturevalue("lxc_container")
+        executor = LxcExecutor(lxc.name, client="lxc-attach", lxcpath=str(lxc.lxcpath))
+        python, log, changed = lxc.python, None, lxc.files
     else:
         executor, python, log = _make(request.param, request, tmp_path, shared_dir)
         changed = set
