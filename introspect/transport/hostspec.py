@@ -71,10 +71,8 @@ class HostSpec:
     @property
     def label(self) -> str:
         """How error messages and profiles name this target (never with secrets or query)."""
-        if self.scheme is None or self.scheme == "ssh":
-            return self.host or ""
-        if self.scheme == "openssh":
-            return f"openssh://{self.host}"
+        if self.scheme in (None, "ssh", "openssh"):
+            return self.host or ""  # like today's SSH errors: "gpu1: [connect] ..."
         if self.scheme == "local":
             return "local"
         if self.scheme == "kubectl":

@@ -46,7 +46,7 @@ def test_pct_via_a_proxmox_host():
 
 
 @pytest.mark.parametrize(("text", "label"), [
-    ("gpu1", "gpu1"), ("ssh://root@gpu1:22", "gpu1"), ("openssh://gpu1", "openssh://gpu1"),
+    ("gpu1", "gpu1"), ("ssh://root@gpu1:22", "gpu1"), ("openssh://gpu1", "gpu1"),
     ("docker://vllm?user=nobody", "docker://vllm"), ("kubectl://serving/vllm-0/engine?context=east",
                                                      "kubectl://serving/vllm-0/engine"),
     ("local://", "local"), ("pct://200", "pct://200"),
@@ -121,3 +121,21 @@ def test_kubectl_urls_round_trip(namespace, pod, container):
     text = "kubectl://" + "/".join(p for p in (namespace, pod, container) if p)
     spec = parse_host(text)
     assert (spec.namespace, spec.container, spec.pod_container) == (namespace, pod, container)
+
+
+@pytest.mark.parametrize(("text", "label"), [
+    ("openssh://root@gpu1:2222", "gpu1"), ("docker://vllm?user=nobody", "docker://vllm"),
+    ("podman://vllm", "podman://vllm"), ("kubectl://serving/vllm-0/engine?context=east",
+                                         "kubectl://serving/vllm-0/engine"),
+    ("lxc://ct1?client=lxc-attach", "lxc://ct1"), ("pct://200", "pct://200"),
+])
+def test_every_new_scheme_builds_its_executor_from_the_spec(text, label):
+    import importlib
+
+    from introspect.transport.spec_args import EXECUTORS, spec_kwargs
+
+    spec = parse_host(text)
+    module, name = EXECUTORS[spec.scheme]
+    executor = getattr(importlib.import_module(module), name)(**spec_kwargs(spec))
+    assert executor.target.scheme == spec.scheme and executor.target.label == label
+    assert executor.label == label
