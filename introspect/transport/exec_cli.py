@@ -95,7 +95,7 @@ class ClientProcess(LocalProcess):
     start, so that a missing client is a ClientNotFound, not an interpreter error.
     """
 
-    def __init__(self, argv: list[str], *, client: str, label: str) -> None:  # noqa: D107
+    def __init__(self, argv: list[str], *, client: str, label: str) -> None:
         try:
             self._proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                                           stderr=subprocess.PIPE, start_new_session=True)

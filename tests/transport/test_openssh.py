@@ -292,3 +292,21 @@ def test_openssh_messages_map_to_the_paramiko_errors(stderr, kind, message):
 
 def test_a_run_that_is_not_sshs_failure_is_not_classified():
     assert classify("Traceback (most recent call last):\nValueError: boom", CTX) is None
+
+
+def test_the_remote_command_is_the_quoted_boot_line(sshd, client_keys, tmp_path, monkeypatch):
+    from introspect.transport import openssh, shipping
+
+    seen: list[list[str]] = []
+    real = openssh.ClientProcess
+
+    def recording(argv, **kwargs):
+        seen.append(argv)
+        return real(argv, **kwargs)
+
+    monkeypatch.setattr(openssh, "ClientProcess", recording)
+    with executor(sshd, config_file(tmp_path, client_keys)) as ex:
+        ex.run_python(PY, "echo", {}, timeout=30)
+    argv = seen[-1]
+    assert argv[-1] == shipping.command_line(PY) and argv[-3:-1] == ["--", sshd.address]
+    assert "BatchMode=yes" in argv and "ControlMaster=no" in argv

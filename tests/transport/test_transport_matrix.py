@@ -211,3 +211,15 @@ def test_the_client_argv_is_the_documented_one(remote: Remote) -> None:
         "lxc-attach-standin": ["-n", "ct200"],
     }[remote.name]
     assert seen(remote.argv_log)[-1] == expected
+
+
+def test_interpreter_path_travels_as_data(remote: Remote) -> None:
+    base = remote.dir()
+    marker = base / "PWNED"
+    odd = base / f"venv $(touch {marker}) `touch {marker}`; touch {marker}" / "bin"
+    odd.mkdir(parents=True)
+    (odd / "python").symlink_to(remote.python)
+    reply = remote.executor.run_python(str(odd / "python"), "echo", {"a": 1}, timeout=30)
+    assert reply.facts["request"] == {"a": 1}
+    assert reply.python["executable"] == str(odd / "python")
+    assert not marker.exists()
