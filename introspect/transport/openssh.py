@@ -162,8 +162,13 @@ class OpenSSHExecutor(Executor):
 
     def _resolve(self) -> tuple[SSHContext, list[str]]:
         """``ssh -G``: the effective configuration, without contacting anyone."""
-        proc = subprocess.run([*self._base_argv(), "-G", "--", self.host], capture_output=True, text=True,
-                              timeout=30, stdin=subprocess.DEVNULL)
+        try:
+            proc = subprocess.run([*self._base_argv(), "-G", "--", self.host], capture_output=True, text=True,
+                                  timeout=30, stdin=subprocess.DEVNULL)
+        except subprocess.TimeoutExpired:
+            raise UsageError("ssh -G (reading the ssh configuration) did not finish within 30 s",
+                             hint="check ssh_config for a Match exec command that hangs", host=self.label,
+                             stage="config") from None
         fallback = SSHContext(self.label, self.host, self.port or 22, self.user or "", self.connect_timeout or 5)
         if proc.returncode != 0:
             raise classify(proc.stderr, fallback) or UsageError(
@@ -192,35 +197,46 @@ class OpenSSHExecutor(Executor):
         argv = [*self._base_argv(extra=[*keepalive, *_SESSION, *self._socket_options(), "ControlMaster=yes"]),
                 "-N"]
         assert self._dir is not None
-        log_path = self._dir / "master.log"
+        # Its own log: with --control-persist the directory is shared by every host and run.
+        log_path = self._dir / f"master-{os.getpid()}-{id(self):x}.log"
         if self.control_persist is not None:
             # -f: ssh goes to the background once logged in, and stays for control_persist after the last session.
             argv += ["-f", "-o", f"ControlPersist={self.control_persist}"]
         with open(log_path, "wb") as log:
             master = subprocess.Popen([*argv, "--", self.host], stdin=subprocess.DEVNULL,
                                       stdout=subprocess.DEVNULL, stderr=log, start_new_session=True)
+        try:
+            self._wait_for(master, log_path, ctx)
+        finally:
+            if self.control_persist is not None:
+                log_path.unlink(missing_ok=True)
+        self._master = master if self.control_persist is None else None
+        self.connections_opened += 1
+
+    def _wait_for(self, master: subprocess.Popen[bytes], log_path: Path, ctx: SSHContext) -> None:
+        """Until the master is logged in (its socket answers), or why it could not."""
         deadline = time.monotonic() + ctx.connect_timeout + AUTH_SLACK_S
         while time.monotonic() < deadline:
             status = master.poll()
             if status is not None and (status != 0 or self.control_persist is None):
                 raise self._login_error(log_path.read_text(errors="replace"), ctx)
             if status == 0 and self._check_master() or status is None and self._socket_ready():
-                break
+                return
             time.sleep(0.05)
-        else:
-            _stop(master)
-            raise HostUnreachable(f"no SSH login to {ctx.where} within {ctx.connect_timeout + AUTH_SLACK_S:g} s",
-                                  hint="check the host and the network path (or raise --connect-timeout)",
-                                  host=self.label, stage="connect")
-        self._master = master if self.control_persist is None else None
-        self.connections_opened += 1
+        _stop(master)
+        raise HostUnreachable(f"no SSH login to {ctx.where} within {ctx.connect_timeout + AUTH_SLACK_S:g} s",
+                              hint="check the host and the network path (or raise --connect-timeout)",
+                              host=self.label, stage="connect")
 
     def _socket_ready(self) -> bool:
         return self._dir is not None and (self._dir / "master").exists()
 
     def _check_master(self) -> bool:
         argv = [*self._base_argv(extra=self._socket_options()), "-O", "check", "--", self.host]
-        return subprocess.run(argv, capture_output=True, stdin=subprocess.DEVNULL, timeout=15).returncode == 0
+        try:
+            return subprocess.run(argv, capture_output=True, stdin=subprocess.DEVNULL, timeout=15).returncode == 0
+        except subprocess.TimeoutExpired:
+            return False
 
     def _login_error(self, log: str, ctx: SSHContext) -> IntrospectError:
         error = classify(log, ctx)
