@@ -44,6 +44,7 @@ _DNS_SUBDOMAIN = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]
 _DNS_LABEL = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?")
 _WORD = re.compile(r"[^\s@/?#\[\]]+")
 _USER = re.compile(r"[^\s/?#:\[\]]+")  # '@' allowed, percent-encoded: Kerberos principals (ml%40CORP)
+_DIGITS = re.compile(r"[0-9]{1,12}")  # ASCII only: str.isdigit() also takes '²'
 _PLAIN = re.compile(r"[A-Za-z0-9._:/@+=,~-]+")
 
 
@@ -187,7 +188,7 @@ def _split_port(scheme: str, netloc: str, text: str) -> tuple[str, int | None]:
         port_text = port_text_or_empty if sep else None
     if port_text is None:
         return host, None
-    if not port_text.isdigit() or not 1 <= int(port_text) <= 65535:
+    if not _DIGITS.fullmatch(port_text) or not 1 <= int(port_text) <= 65535:
         raise UsageError(f"port {port_text!r} in {text!r} is not a number from 1 to 65535",
                          hint=f"write it as {_FORMS[scheme]}, e.g. {scheme}://root@gpu1:2222")
     return host, int(port_text)
@@ -239,7 +240,7 @@ def _parse_lxc(netloc: str, path: str, query: dict[str, str], text: str) -> Host
 def _parse_pct(netloc: str, path: str, query: dict[str, str], text: str) -> HostSpec:
     vmid = _only_netloc("pct", netloc, path, text)
     # Proxmox VE's VMID range (pve-guest-common: 100 .. 999999999).
-    if not vmid.isdigit() or not 100 <= int(vmid) <= 999_999_999:
+    if not _DIGITS.fullmatch(vmid) or not 100 <= int(vmid) <= 999_999_999:
         raise UsageError(f"{vmid!r} in {text!r} is not a Proxmox VMID (a number from 100 to 999999999)",
                          hint=f"use the VMID that `pct list` shows: {_FORMS['pct']}")
     via = None

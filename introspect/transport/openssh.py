@@ -97,8 +97,10 @@ class OpenSSHExecutor(Executor):
                  connect_timeout: float | None = None, keepalive: int = 5,
                  control_persist: str | None = None, binary: str | None = None) -> None:
         super().__init__()
-        if host.startswith("-"):
-            raise UsageError(f"host {host!r} starts with '-'", hint="pass a host name or ssh_config alias")
+        for what, value in (("host", host), ("user", user), ("jump host", jump)):
+            if value is not None and (not value or value.startswith("-") or any(c.isspace() for c in value)):
+                raise UsageError(f"{what} {value!r} is not a plain name",
+                                 hint=f"pass the {what} as ssh would take it, e.g. gpu1 or root@gpu1:2222")
         if control_persist is not None and not _PERSIST.fullmatch(control_persist):
             raise UsageError(f"--control-persist {control_persist!r} is not an OpenSSH time",
                              hint="give seconds or a time like 10m or 1h (see ControlPersist in ssh_config(5))")

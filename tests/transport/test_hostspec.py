@@ -81,6 +81,9 @@ def test_labels_carry_no_query(text, label):
     ("lxc://ct?client=incus", "not one of lxc-attach, lxc"),
     ("pct://99", "not a Proxmox VMID"),
     ("pct://ct200", "not a Proxmox VMID"),
+    ("pct://²", "not a Proxmox VMID"),  # a Unicode digit, which str.isdigit() accepts
+    ("ssh://gpu1:²", "1 to 65535"),
+    ("ssh://%2Dx@gpu1", "not a plain name"),
     ("pct://200?via=docker://x", "ssh:// or openssh://"),
     ("local://gpu1", "local:// does not take"),
 ])
@@ -91,7 +94,8 @@ def test_refusals_are_usage_errors_with_a_fix(text, needle):
     assert info.value.exit_code == EXIT_USAGE and info.value.hint and "\n" not in info.value.hint
 
 
-@given(st.text(max_size=60))
+@given(st.one_of(st.text(max_size=60),
+                 st.builds(lambda scheme, rest: f"{scheme}://{rest}", st.sampled_from(SCHEMES), st.text(max_size=40))))
 def test_any_text_parses_or_is_a_usage_error(text):
     try:
         spec = parse_host(text)

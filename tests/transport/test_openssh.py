@@ -259,9 +259,12 @@ def test_missing_ssh_client_is_a_usage_error_with_the_install_hint(tmp_path):
     assert info.value.exit_code == EXIT_USAGE and "apt-get install openssh-client" in (info.value.hint or "")
 
 
-def test_hostile_host_is_refused_before_ssh_sees_it():
+@pytest.mark.parametrize("kwargs", [{"host": "-oProxyCommand=touch /tmp/pwned"},
+                                    {"host": "gpu1", "jump": "-oProxyCommand=x"}, {"host": "gpu1", "user": "-x"},
+                                    {"host": "gpu 1"}])
+def test_hostile_names_are_refused_before_ssh_sees_them(kwargs):
     with pytest.raises(UsageError):
-        OpenSSHExecutor("-oProxyCommand=touch /tmp/pwned")
+        OpenSSHExecutor(**kwargs)
 
 
 # OpenSSH 9.2's exact lines for the failures a loopback test cannot make without leaving 127/8.
