@@ -11,6 +11,7 @@ base rules (a missing interpreter inside the container -> exit 2).
 
 from __future__ import annotations
 
+import os
 import shutil
 from collections.abc import Sequence
 
@@ -42,11 +43,15 @@ class DockerExecutor(ExecCLIExecutor):
         _NO_USER,
     )
 
-    def __init__(self, container: str, *, user: str | None = None, binary: str | None = None) -> None:
+    def __init__(self, container: str, *, user: str | None = None, binary: str | None = None,
+                 connect_timeout: float = 10.0) -> None:
         super().__init__(Target(scheme=self.scheme, user=user, label=f"{self.scheme}://{container}",
-                                container=container), binary=binary)
+                                container=container), binary=binary, connect_timeout=connect_timeout)
         self.container = container
         self.user = user
+
+    def running_check(self, client: str) -> tuple[list[str], str] | None:
+        return [client, "container", "inspect", "--format", "{{.State.Running}}", self.container], "true"
 
     def exec_prefix(self, client: str) -> list[str]:
         user = ["-u", self.user] if self.user else []
@@ -101,28 +106,36 @@ class KubectlExecutor(ExecCLIExecutor):
 
     def __init__(self, pod: str, *, namespace: str | None = None, container: str | None = None,
                  context: str | None = None, kubeconfig: str | None = None,
-                 binary: str | None = None) -> None:
+                 binary: str | None = None, connect_timeout: float = 10.0) -> None:
         where = "/".join(p for p in (namespace, pod, container) if p)
         for what, value in (("pod", pod), ("namespace", namespace), ("container", container),
                             ("context", context), ("kubeconfig", kubeconfig)):
             plain(value, what, f"kubectl://{where}")
         super().__init__(Target(scheme=self.scheme, host=context, label=f"kubectl://{where}",
-                                container=where), binary=binary)
+                                container=where), binary=binary, connect_timeout=connect_timeout)
         self.pod, self.namespace, self.container = pod, namespace, container
         self.context, self.kubeconfig = context, kubeconfig
 
-    def exec_prefix(self, client: str) -> list[str]:
+    def _globals(self, client: str) -> list[str]:
         argv = [client]
         if self.kubeconfig:
             argv += ["--kubeconfig", self.kubeconfig]
         if self.context:
             argv += ["--context", self.context]
-        argv += ["exec", "-i"]
+        return argv
+
+    def exec_prefix(self, client: str) -> list[str]:
+        argv = [*self._globals(client), "exec", "-i"]
         if self.namespace:
             argv += ["-n", self.namespace]
         if self.container:
             argv += ["-c", self.container]
         return [*argv, self.pod, "--"]
+
+    def running_check(self, client: str) -> tuple[list[str], str] | None:
+        argv = [*self._globals(client), "get", "pod", self.pod, "-o", "jsonpath={.status.phase}",
+                f"--request-timeout={max(1, round(self.connect_timeout))}s"]
+        return [*argv, "-n", self.namespace] if self.namespace else argv, "Running"
 
 
 class LxcExecutor(ExecCLIExecutor):
@@ -135,7 +148,7 @@ class LxcExecutor(ExecCLIExecutor):
         rule(r"is not running|Failed to get init pid", HostUnreachable,
              "the container is not running or does not exist",
              "start it (lxc-start -n NAME, or lxc start NAME) and check `lxc-ls -f`"),
-        rule(r"Instance not found|does not exist|No such container", HostUnreachable,
+        rule(r"Instance not found|does not exist|doesn't exist|No such container", HostUnreachable,
              "no such container", "check the NAME with `lxc-ls -f` (or `lxc list`)"),
         rule(r"unix socket not accessible|Failed to connect to local LXD", HostUnreachable,
              "lxc cannot reach the LXD daemon", "start LXD (snap start lxd) and check `lxc list`"),
@@ -145,8 +158,9 @@ class LxcExecutor(ExecCLIExecutor):
     )
 
     def __init__(self, name: str, *, client: str | None = None, lxcpath: str | None = None,
-                 binary: str | None = None) -> None:
-        super().__init__(Target(scheme=self.scheme, label=f"lxc://{name}", container=name), binary=binary)
+                 binary: str | None = None, connect_timeout: float = 10.0) -> None:
+        super().__init__(Target(scheme=self.scheme, label=f"lxc://{name}", container=name), binary=binary,
+                         connect_timeout=connect_timeout)
         self.name = name
         self.chosen = client
         self.lxcpath = plain(lxcpath, "lxcpath", self.label)  # lxc-attach -P: containers outside /var/lib/lxc
@@ -168,6 +182,17 @@ class LxcExecutor(ExecCLIExecutor):
         where = ["-P", self.lxcpath] if self.lxcpath else []
         return [client, *where, "-n", self.name, "--"]
 
+    def running_check(self, client: str) -> tuple[list[str], str] | None:
+        if self.client == "lxc":
+            return None  # LXD's exec says itself that an instance is missing or stopped
+        # lxc-info ships with lxc-attach, in the same directory; without it, skip the check.
+        sibling = os.path.join(os.path.dirname(client), "lxc-info")
+        info = sibling if os.path.dirname(client) and os.access(sibling, os.X_OK) else shutil.which("lxc-info")
+        if info is None:
+            return None
+        where = ["-P", self.lxcpath] if self.lxcpath else []
+        return [info, *where, "-n", self.name, "-s", "-H"], "RUNNING"
+
 
 class PctExecutor(ExecCLIExecutor):
     """``pct exec VMID -- ARGV`` on this Proxmox host, or on ``via`` (an SSH executor to one)."""
@@ -185,14 +210,18 @@ class PctExecutor(ExecCLIExecutor):
              "log in to the Proxmox host as root (pct://VMID?via=ssh://root@PVE-HOST)", stage="auth"),
     )
 
-    def __init__(self, vmid: str | int, *, via: Executor | None = None, binary: str | None = None) -> None:
+    def __init__(self, vmid: str | int, *, via: Executor | None = None, binary: str | None = None,
+                 connect_timeout: float = 10.0) -> None:
         via_target = getattr(via, "target", None)
         host = getattr(via_target, "host", None) if via is not None else None
         user = getattr(via_target, "user", None) if via is not None else None
         at = f"@{via.label}" if via is not None else ""
         super().__init__(Target(scheme=self.scheme, host=host, user=user, label=f"pct://{vmid}{at}",
-                                container=str(vmid)), via=via, binary=binary)
+                                container=str(vmid)), via=via, binary=binary, connect_timeout=connect_timeout)
         self.vmid = str(vmid)
+
+    def running_check(self, client: str) -> tuple[list[str], str] | None:
+        return [client, "status", self.vmid], "status: running"
 
     def exec_prefix(self, client: str) -> list[str]:
         return [client, "exec", self.vmid, "--"]

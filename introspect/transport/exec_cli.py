@@ -17,15 +17,18 @@ run there instead of here.
 from __future__ import annotations
 
 import abc
+import os
 import re
+import shlex
 import shutil
 import subprocess
+import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from introspect.errors import EXIT_USAGE, IntrospectError, UsageError
+from introspect.errors import EXIT_USAGE, HostUnreachable, IntrospectError, UsageError
 from introspect.transport.base import ExecResult, Executor, RemoteProcess
-from introspect.transport.local import LocalProcess
+from introspect.transport.local import LocalExecutor, LocalProcess
 from introspect.transport.target import Target
 
 INSTALL_HINTS = {
@@ -114,7 +117,8 @@ class ExecCLIExecutor(Executor):
     #: Client error lines that mean "cannot reach / not allowed", checked before the base's rules.
     rules: Sequence[ClientErrorRule] = ()
 
-    def __init__(self, target: Target, *, via: Executor | None = None, binary: str | None = None) -> None:
+    def __init__(self, target: Target, *, via: Executor | None = None, binary: str | None = None,
+                 connect_timeout: float = 10.0) -> None:
         super().__init__()
         for what, value in (("container", target.container), ("user", target.user), ("host", target.host)):
             plain(value, what, target.label)
@@ -122,17 +126,52 @@ class ExecCLIExecutor(Executor):
         self.label = target.label
         self.via = via
         self.binary = binary
+        self.connect_timeout = connect_timeout
         self._client_path: str | None = None
+        self._checked = False
+        self._connect_lock = threading.Lock()
 
     @abc.abstractmethod
     def exec_prefix(self, client: str) -> list[str]:
         """argv before the probe's own argv (``client`` is the program to put first)."""
 
+    def running_check(self, client: str) -> tuple[list[str], str] | None:
+        """A quick command that prints the target's state, and the state that means "running"."""
+        return None
+
     def connect(self) -> None:
-        if self.via is not None:
-            self.via.connect()
-        elif self._client_path is None:
-            self._client_path = find_client(self.client, label=self.label, binary=self.binary)
+        with self._connect_lock:
+            if self.via is not None:
+                self.via.connect()
+            elif self._client_path is None:
+                self._client_path = find_client(self.client, label=self.label, binary=self.binary)
+            if not self._checked:
+                self._check_running()
+                self._checked = True
+
+    def _check_running(self) -> None:
+        """The connect deadline of a client transport: is the container there and running, within
+        ``connect_timeout``? (Without it a hung daemon or API server would show as a probe timeout.)"""
+        check = self.running_check(self._client_path or self.binary or self.client)
+        if check is None:
+            return
+        argv, running = check
+        result = (self.via or LocalExecutor()).execute(argv, b"", self.connect_timeout)
+        name = os.path.basename(argv[0])
+        if result.timed_out:
+            raise HostUnreachable(f"{name} did not answer within {self.connect_timeout:g} s",
+                                  hint="check that its daemon / API server is up (or raise --connect-timeout)",
+                                  host=self.label, stage="connect")
+        stderr = result.stderr.decode("utf-8", "replace")
+        state = result.stdout.decode("utf-8", "replace").strip()
+        if result.exit_status != 0:
+            last = next((line for line in reversed(stderr.splitlines()) if line.strip()), f"exit {result.exit_status}")
+            raise self._client_error(result, stderr) or HostUnreachable(
+                f"{name} cannot see {self.label}: {last}", hint=f"run `{shlex.join(argv)}` to see why",
+                host=self.label, stage="connect")
+        if state != running:
+            raise HostUnreachable(f"the container is not running ({name} reports {state or 'nothing'!r})",
+                                  hint="start it, or pick a running one", host=self.label, stage="connect")
 
     def close(self) -> None:
         super().close()

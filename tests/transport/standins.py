@@ -14,13 +14,23 @@ import sys
 from pathlib import Path
 
 STANDIN = r'''#!{python}
-# Stand-in {name}: checks introspect's argv against {name}'s grammar, then execs the command here.
+# Stand-in {name}: checks introspect's argv against {name}'s grammar, then execs the command here;
+# asked for the container's state (no "--"), it answers "running" the way {name} prints it.
 import json, os, sys
 argv = sys.argv[1:]
-try:
-    cut = argv.index("--")
-except ValueError:
-    sys.stderr.write("stand-in {name}: no -- in " + repr(argv) + "\n"); sys.exit(2)
+STATES = {{"kubectl": "Running", "pct": "status: running", "lxc-info": "RUNNING"}}
+if "--" not in argv:
+    QUERIES = {{
+        "kubectl": lambda a: "get" in a and a[a.index("get") + 1] == "pod" and "jsonpath={{.status.phase}}" in a,
+        "pct": lambda a: len(a) == 2 and a[0] == "status" and a[1].isdigit(),
+        "lxc-info": lambda a: "-n" in a and a[-2:] == ["-s", "-H"],
+    }}
+    if "{name}" not in QUERIES or not QUERIES["{name}"](argv):
+        sys.stderr.write("stand-in {name}: not a state query: " + repr(argv) + "\n"); sys.exit(2)
+    with open({log!r}, "a") as fh:
+        fh.write(json.dumps(["QUERY", *argv]) + "\n")
+    print(STATES["{name}"]); sys.exit(0)
+cut = argv.index("--")
 prefix, command = argv[:cut], argv[cut + 1:]
 GRAMMARS = {{
     "kubectl": lambda p: (lambda rest: rest[:2] == ["exec", "-i"] and len(rest) >= 3)(
@@ -48,5 +58,8 @@ def make_standin(directory: Path, name: str) -> tuple[Path, Path]:
     return program, log
 
 
-def seen(log: Path) -> list[list[str]]:
-    return [json.loads(line) for line in log.read_text().splitlines() if line.strip()]
+def seen(log: Path, *, queries: bool = False) -> list[list[str]]:
+    """The argv prefixes the stand-in ran (or, with ``queries``, the state queries it answered)."""
+    lines = [json.loads(line) for line in log.read_text().splitlines() if line.strip()]
+    return [line[1:] for line in lines if line[:1] == ["QUERY"]] if queries else [
+        line for line in lines if line[:1] != ["QUERY"]]

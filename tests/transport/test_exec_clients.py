@@ -153,8 +153,8 @@ def test_docker_without_a_daemon(tmp_path, monkeypatch):
 def test_podman_no_such_container(podman_container):
     error = run_error(PodmanExecutor("introspect-no-such-container"))
     assert isinstance(error, HostUnreachable) and error.exit_code == EXIT_UNREACHABLE
-    assert error.message.startswith('no such container: Error: no container with name or ID '
-                                    '"introspect-no-such-container" found')
+    assert error.message == ("no such container: Error: inspecting object: no such container "
+                             "introspect-no-such-container")
 
 
 def test_podman_no_such_user(podman_container):
@@ -174,7 +174,8 @@ def test_podman_stopped_container(podman_container):
     stopped = podman_host.created(podman_container.image)
     try:
         error = run_error(PodmanExecutor(stopped.name), podman_container.python)
-        assert isinstance(error, HostUnreachable) and error.message.startswith("the container is not running")
+        assert isinstance(error, HostUnreachable)
+        assert error.message == "the container is not running (podman reports 'false')"
     finally:
         stopped.stop()
 
@@ -297,8 +298,7 @@ def test_lxc_attach_no_such_container():
     need("lxc-attach")
     error = run_error(LxcExecutor("introspect-no-such-ct", client="lxc-attach"))
     assert isinstance(error, HostUnreachable) and error.exit_code == EXIT_UNREACHABLE
-    assert error.message.startswith("the container is not running or does not exist: lxc-attach: "
-                                    "introspect-no-such-ct:")
+    assert error.message == "no such container: introspect-no-such-ct doesn't exist"
 
 
 # -- pct on Proxmox: its lines, from pve-container's src/PVE/CLI/pct.pm and PVE::AbstractConfig ------
@@ -310,3 +310,31 @@ def test_lxc_attach_no_such_container():
 def test_pct_lines(line, kind):
     error = match_rules(PctExecutor.rules, line + "\n", "pct://200")
     assert type(error) is kind and line in error.message
+
+
+# -- the connect deadline: a daemon or API server that accepts and never answers ---------------------
+
+def test_docker_daemon_that_never_answers_hits_the_connect_deadline(tmp_path, monkeypatch):
+    import socket
+
+    need("docker")
+    path = tmp_path / "silent.sock"
+    with socket.socket(socket.AF_UNIX) as listener:
+        listener.bind(str(path))
+        listener.listen(8)
+        monkeypatch.setenv("DOCKER_HOST", f"unix://{path}")
+        error = run_error(DockerExecutor("vllm", connect_timeout=2))
+    assert isinstance(error, HostUnreachable) and error.stage == "connect"
+    assert error.message == "docker did not answer within 2 s" and "--connect-timeout" in (error.hint or "")
+
+
+def test_api_server_that_never_answers_hits_the_connect_deadline(kube_env):
+    import socket
+
+    with socket.socket() as listener:
+        listener.bind(("127.0.0.1", 0))
+        listener.listen(8)
+        config = kubeconfig(kube_env / "kubeconfig", f"https://127.0.0.1:{listener.getsockname()[1]}")
+        error = run_error(KubectlExecutor("vllm-0", kubeconfig=str(config), connect_timeout=2))
+    assert isinstance(error, HostUnreachable) and error.exit_code == EXIT_UNREACHABLE
+    assert error.stage == "connect"

@@ -86,9 +86,8 @@ def _make(kind: str, request, tmp: Path, shared: Path) -> tuple[Executor, str, P
         return PctExecutor(200, binary=str(program)), HERE_PY, log
     if kind == "lxc-attach-standin":
         program, log = make_standin(tmp, "lxc-attach")
-        executor = LxcExecutor("ct200", client="lxc-attach")
-        executor.binary = str(program)
-        return executor, HERE_PY, log
+        make_standin(tmp, "lxc-info")  # the state query goes to lxc-attach's sibling
+        return LxcExecutor("ct200", client="lxc-attach", binary=str(program)), HERE_PY, log
     # pct on a Proxmox host reached over ssh: the stand-in runs on the "Proxmox host" (loopback sshd).
     program, log = make_standin(tmp, "pct")
     return PctExecutor(200, via=_openssh(request, tmp), binary=str(program)), HERE_PY, log
@@ -211,6 +210,15 @@ def test_the_client_argv_is_the_documented_one(remote: Remote) -> None:
         "lxc-attach-standin": ["-n", "ct200"],
     }[remote.name]
     assert seen(remote.argv_log)[-1] == expected
+    queries = {
+        "kubectl-standin": ["--context", "gpu-east", "get", "pod", "vllm-0", "-o", "jsonpath={.status.phase}",
+                            "--request-timeout=10s", "-n", "serving"],
+        "pct-standin": ["status", "200"],
+        "pct-via-openssh-standin": ["status", "200"],
+        "lxc-attach-standin": ["-n", "ct200", "-s", "-H"],
+    }
+    log = remote.argv_log.with_name("lxc-info.argv.jsonl") if remote.name == "lxc-attach-standin" else remote.argv_log
+    assert seen(log, queries=True) == [queries[remote.name]]  # once, at connect
 
 
 def test_interpreter_path_travels_as_data(remote: Remote) -> None:
