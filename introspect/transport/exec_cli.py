@@ -146,7 +146,13 @@ class ExecCLIExecutor(Executor):
             elif self._client_path is None:
                 self._client_path = find_client(self.client, label=self.label, binary=self.binary)
             if not self._checked:
-                self._check_running()
+                try:
+                    self._check_running()
+                except BaseException:
+                    # A failed connect leaves nothing behind (no caller closes what never opened).
+                    if self.via is not None:
+                        self.via.close()
+                    raise
                 self._checked = True
 
     def _check_running(self) -> None:

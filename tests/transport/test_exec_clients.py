@@ -134,6 +134,11 @@ def test_pct_missing_on_the_via_host(via, sshd, client_keys, tmp_path):
     error = run_error(PctExecutor(200, via=jump, binary="pct-not-here"))
     assert isinstance(error, ClientNotFound)
     assert error.message == f"pct-not-here is not installed on {sshd.address}"
+    # The failed connect closed the jump connection itself: no caller closes what never opened.
+    if via == "openssh":
+        assert jump._master is None and jump._dir is None
+    else:
+        assert jump._conn is None
     assert PctExecutor(200, via=jump).target.host == sshd.address
 
 

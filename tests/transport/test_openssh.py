@@ -60,6 +60,11 @@ def executor(server: SSHServer, config: Path, **kwargs) -> OpenSSHExecutor:
     return OpenSSHExecutor(server.address, port=server.port, ssh_config=str(config), **kwargs)
 
 
+def masters_for(server: SSHServer) -> list[str]:
+    out = subprocess.run(["ps", "-eo", "args="], capture_output=True, text=True).stdout
+    return [line for line in out.splitlines() if "ControlMaster=yes" in line and f"-p {server.port} " in line]
+
+
 # -- connection reuse ---------------------------------------------------------------------------
 
 def test_one_control_master_carries_every_session(logged_sshd, client_keys, tmp_path):
@@ -82,6 +87,7 @@ def test_one_control_master_carries_every_session(logged_sshd, client_keys, tmp_
     assert len({line.split(" port ")[1].split()[0] for line in sessions}) == 1  # one TCP connection
     assert ex.connections_opened == 1
     assert not control.exists(), "the private control directory was left behind"
+    assert not masters_for(logged_sshd), "the master outlived close()"
 
 
 def test_each_executor_has_its_own_master(logged_sshd, client_keys, tmp_path):
@@ -181,8 +187,10 @@ def test_auth_refused(tmp_path, client_keys):
     server = start_sshd(tmp_path / "sshd", client_keys, address="127.0.0.7", authorized=False)
     try:
         trust(server, client_keys)
+        ex = executor(server, config_file(tmp_path, client_keys))
         with pytest.raises(AuthenticationFailed) as info:
-            executor(server, config_file(tmp_path, client_keys)).connect()
+            ex.connect()
+        assert ex._dir is None and not masters_for(server), "a failed connect left its master behind"
         assert f"authentication refused for user 'root' at 127.0.0.7:{server.port}" in info.value.message
         assert "--identity" in (info.value.hint or "") and info.value.exit_code == EXIT_UNREACHABLE
     finally:
