@@ -4,8 +4,9 @@ paramiko's ``SSHClient`` would accept whatever fabric's AutoAddPolicy says
 (everything). Here an unknown key is refused with its fingerprint and the
 command that accepts it, ``accept_new`` records new keys like OpenSSH's
 ``StrictHostKeyChecking=accept-new``, and a changed key is always refused.
-The file is parsed once and shared by every connection of the run (parsing a
-big known_hosts per host is what makes some fleet tools slow).
+The files are parsed once (OpenSSH's rules: see known_hosts_file.py) and shared by
+every connection of the run (parsing a big known_hosts per host is what makes some
+fleet tools slow). ``@revoked`` keys are refused for good.
 """
 
 from __future__ import annotations
@@ -15,11 +16,13 @@ import hashlib
 import os
 import shlex
 import threading
+from collections.abc import Sequence
 from pathlib import Path
 
 import paramiko
 
 from introspect.errors import HostKeyError
+from introspect.transport.known_hosts_file import KnownHostLine, parse_line, read_known_hosts
 
 
 def fingerprint(key: paramiko.PKey) -> str:
@@ -39,32 +42,74 @@ def _split_entry(name: str) -> tuple[str, int]:
     return name, 22
 
 
-class KnownHosts:
-    """A known_hosts file shared by all connections of one run."""
+# OpenSSH's defaults for UserKnownHostsFile and GlobalKnownHostsFile (ssh_config(5)).
+USER_FILES = ("~/.ssh/known_hosts", "~/.ssh/known_hosts2")
+GLOBAL_FILES = ("/etc/ssh/ssh_known_hosts", "/etc/ssh/ssh_known_hosts2")
 
-    def __init__(self, path: str | os.PathLike[str] | None = None, *, accept_new: bool = False) -> None:
-        self.path = Path(path).expanduser() if path else Path("~/.ssh/known_hosts").expanduser()
+
+class KnownHosts:
+    """The known_hosts files of one run, parsed once and shared by all its connections.
+
+    ``path`` (``--known-hosts``) replaces the user files, as ``UserKnownHostsFile`` does;
+    new keys (``accept_new``) are written to the first user file. The global files are
+    read too, as OpenSSH reads them. Lines paramiko cannot use are skipped with a warning
+    in ``warnings`` (file and line), never an error.
+    """
+
+    def __init__(self, path: str | os.PathLike[str] | None = None, *, accept_new: bool = False,
+                 user_files: Sequence[str | os.PathLike[str]] | None = None,
+                 global_files: Sequence[str | os.PathLike[str]] | None = None) -> None:
+        users = [path] if path else list(user_files or USER_FILES)
+        self.files = [Path(p).expanduser() for p in users]
+        self.path = self.files[0]
+        self.files += [Path(p).expanduser() for p in (GLOBAL_FILES if global_files is None else global_files)]
         self.accept_new = accept_new
         self._lock = threading.Lock()
-        self._keys = paramiko.HostKeys()
-        self.load_count = 0
-        if self.path.exists():
-            try:
-                self._keys.load(str(self.path))
-            except (OSError, paramiko.SSHException) as exc:
-                raise HostKeyError(f"cannot read known_hosts file {self.path}: {exc}",
-                                   hint="fix or remove that file, or pass --known-hosts FILE") from exc
-            self.load_count = 1
+        self.lines: list[KnownHostLine] = []
+        self.warnings: list[str] = []
+        self._noted: set[str] = set()
+        for file in self.files:
+            lines, warnings = read_known_hosts(file)
+            self.lines += lines
+            self.warnings += warnings
+        self.load_count = 1 if any(file.exists() for file in self.files) else 0
+
+    def _matching(self, name: str, marker: str) -> list[KnownHostLine]:
+        with self._lock:
+            return [line for line in self.lines if line.marker == marker and line.matches(name)]
 
     def known_for(self, name: str) -> dict[str, paramiko.PKey]:
+        """The plain (not revoked) keys known for ``name``, by key type."""
+        revoked = {line.blob for line in self._matching(name, "@revoked")}
+        out: dict[str, paramiko.PKey] = {}
+        for line in self._matching(name, ""):
+            if line.blob in revoked or line.keytype in out:
+                continue
+            try:
+                out[line.keytype] = paramiko.PKey.from_type_string(line.keytype, line.blob)
+            except (paramiko.SSHException, ValueError, TypeError):
+                self._note(line.where, f"{line.where}: paramiko cannot use a {line.keytype} key, line skipped")
+        return out
+
+    def revoked_line(self, name: str, key: paramiko.PKey) -> KnownHostLine | None:
+        blob = key.asbytes()
+        return next((line for line in self._matching(name, "@revoked") if line.blob == blob), None)
+
+    def _note(self, once_key: str, warning: str) -> None:
         with self._lock:
-            found = self._keys.lookup(name)
-            return dict(found) if found else {}
+            if once_key not in self._noted:
+                self._noted.add(once_key)
+                self.warnings.append(warning)
 
     def seed(self, client: paramiko.SSHClient, host: str, port: int) -> None:
         """Give a client the keys known for this host, so paramiko prefers their types
         and raises BadHostKeyException on a mismatch itself."""
         name = entry_name(host, port)
+        for line in self._matching(name, "@cert-authority"):
+            # paramiko has no host-certificate verification
+            # (https://github.com/paramiko/paramiko/issues/771): the plain key lines decide.
+            self._note(line.where, f"{line.where}: @cert-authority line for {name} not verified (paramiko "
+                                   "cannot check host certificates); the host's plain key lines are used")
         store = client.get_host_keys()
         for keytype, key in self.known_for(name).items():
             store.add(name, keytype, key)
@@ -74,10 +119,20 @@ class KnownHosts:
 
     def record(self, name: str, key: paramiko.PKey) -> None:
         with self._lock:
-            self._keys.add(name, key.get_name(), key)
+            line = f"{name} {key.get_name()} {key.get_base64()}"
             self.path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
             with open(self.path, "a", encoding="ascii") as fh:
-                fh.write(f"{name} {key.get_name()} {key.get_base64()}\n")
+                fh.write(line + "\n")
+            parsed, _ = parse_line(line, str(self.path), 0)
+            if parsed is not None:
+                self.lines.append(parsed)
+
+    def revoked_error(self, name: str, key: paramiko.PKey, line: KnownHostLine) -> HostKeyError:
+        return HostKeyError(
+            f"host key of {name} ({key.get_name()} {fingerprint(key)}) is marked @revoked in {line.where}; "
+            "refusing to connect",
+            hint="ask the host's admin for its new key; never remove the @revoked line to get in",
+            host=name, stage="host-key")
 
     def unknown_error(self, name: str, key: paramiko.PKey) -> HostKeyError:
         host, port = _split_entry(name)
@@ -88,10 +143,16 @@ class KnownHosts:
                    f"({self.path}) only lists {', '.join(known_types)} keys for it")
         else:
             msg = f"unknown host key for {name}: {key.get_name()} {fingerprint(key)} (not in {self.path})"
+            if self._matching(name, "@cert-authority"):
+                msg += ("; a @cert-authority line matches, but paramiko cannot verify host certificates "
+                        "(use --host openssh://... or add the host's plain key)")
         return HostKeyError(msg, hint=f"verify the fingerprint, then rerun with --accept-new or run: {scan}",
                             host=name, stage="host-key")
 
     def changed_error(self, name: str, key: paramiko.PKey, expected: paramiko.PKey | None) -> HostKeyError:
+        revoked = self.revoked_line(name, key)
+        if revoked is not None:
+            return self.revoked_error(name, key, revoked)
         was = f" (known_hosts has {fingerprint(expected)})" if expected is not None else ""
         return HostKeyError(
             f"HOST KEY CHANGED for {name}: server offers {key.get_name()} {fingerprint(key)}{was}; "
@@ -106,6 +167,9 @@ class _Policy(paramiko.MissingHostKeyPolicy):
         self.known = known
 
     def missing_host_key(self, client: paramiko.SSHClient, hostname: str, key: paramiko.PKey) -> None:
+        revoked = self.known.revoked_line(hostname, key)
+        if revoked is not None:
+            raise self.known.revoked_error(hostname, key, revoked)
         known = self.known.known_for(hostname)
         if known.get(key.get_name()) is not None and known[key.get_name()] != key:
             raise self.known.changed_error(hostname, key, known[key.get_name()])
