@@ -44,6 +44,10 @@ class UsageError(IntrospectError):
     exit_code = EXIT_USAGE
 
 
+class ClientNotFound(UsageError):
+    """The client program a transport needs is not installed (exit 2: fix this machine, not the target)."""
+
+
 class ModelPathError(UsageError, FileNotFoundError):
     """The model directory is missing, not a directory, or not a model directory."""
 

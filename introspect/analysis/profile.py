@@ -51,8 +51,12 @@ def environment_section(raw: RawFacts | dict[str, Any]) -> EnvironmentSection:
 
 def _target_section(block: dict[str, Any]) -> TargetSection:
     """The raw target block with every key present, in the profile's order."""
-    return TargetSection(host=block.get("host"), port=block.get("port"), user=block.get("user"),
-                         python=block.get("python"), venv=block.get("venv"), model_path=block.get("model_path"))
+    section = TargetSection(scheme=block.get("scheme"), host=block.get("host"), port=block.get("port"),
+                            user=block.get("user"), python=block.get("python"), venv=block.get("venv"),
+                            model_path=block.get("model_path"))
+    if block.get("container"):
+        section["container"] = block["container"]
+    return section
 
 
 def _custom_code(files: dict[str, Any]) -> list[dict[str, Any]]:

@@ -15,15 +15,21 @@ from introspect.analysis.findings import Finding, Severity
 PROFILE_SCHEMA = "introspect.profile/v1"
 
 
-class TargetSection(TypedDict):
-    """Where the profile was taken: the raw ``target`` block, each key present (null when unknown)."""
-
+class _TargetKeys(TypedDict):
+    scheme: str | None
     host: str | None
     port: int | None
     user: str | None
     python: str | None
     venv: str | None
     model_path: str | None
+
+
+class TargetSection(_TargetKeys, total=False):
+    """Where the profile was taken: the raw ``target`` block, each key present (null when unknown),
+    and ``container`` (container, pod or VM) only where the transport reached one."""
+
+    container: str
 
 
 class EnvironmentSection(TypedDict):

@@ -7,6 +7,7 @@ strict host keys).
 
 from __future__ import annotations
 
+import dataclasses
 import os
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -17,13 +18,9 @@ import click
 
 from introspect.errors import UsageError
 from introspect.transport.base import Executor
-from introspect.transport.registry import create_executor, split_host_spec
-from introspect.transport.settings import (
-    DEFAULT_AUTH_TIMEOUT,
-    DEFAULT_BANNER_TIMEOUT,
-    DEFAULT_CONNECT_TIMEOUT,
-    ConnectionSettings,
-)
+from introspect.transport.hostspec import HostSpec, parse_host
+from introspect.transport.registry import TRANSPORTS, create_executor, settings_for_spec
+from introspect.transport.settings import DEFAULT_AUTH_TIMEOUT, DEFAULT_BANNER_TIMEOUT, ConnectionSettings
 
 if TYPE_CHECKING:  # imported where used: a local probe never pays for paramiko, fabric or yaml
     from introspect.inventory import HostEntry, Inventory
@@ -33,8 +30,18 @@ if TYPE_CHECKING:  # imported where used: a local probe never pays for paramiko,
 def connection_options(func: Callable[..., Any]) -> Callable[..., Any]:
     """Add the SSH flags every remote command takes."""
     options = [
-        click.option("--host", "-H", help="Host address, ~/.ssh/config alias, hosts.yaml entry name, or "
-                     "SCHEME://[user@]host[:port]. Omit to run on this machine."),
+        click.option("--host", "-H", help="Host address, ~/.ssh/config alias, hosts.yaml entry name, or a URL: "
+                     "ssh://, openssh://[user@]host[:port], docker://, podman://CONTAINER, "
+                     "kubectl://[NS/]POD[/CONTAINER], lxc://NAME, pct://VMID[?via=ssh://PVE], local://. "
+                     "Omit to run on this machine."),
+        click.option("--transport", type=click.Choice(sorted(set(TRANSPORTS) - {"local"})), default=None,
+                     help="Transport for a bare host name (default ssh = paramiko; openssh = the system ssh "
+                          "client with all of ~/.ssh/config)."),
+        click.option("--ssh-option", "ssh_options", multiple=True, metavar="KEY=VALUE",
+                     help="openssh: passed as ssh -o KEY=VALUE (repeatable)."),
+        click.option("--control-persist", metavar="TIME",
+                     help="openssh: keep the ControlMaster for TIME after the run (e.g. 10m) and reuse it; "
+                          "default: one master per host, closed at the end."),
         click.option("--port", "-p", type=int, help="SSH port (default: ssh_config, else 22)."),
         click.option("--user", "-u", help="SSH user (default: ssh_config, else the local user)."),
         click.option("--identity", "-i", type=click.Path(dir_okay=False),
@@ -75,11 +82,14 @@ class ConnectionFlags:
     hosts_file: str | None
     banner_timeout: float | None = None
     auth_timeout: float | None = None
+    transport: str | None = None
+    ssh_options: tuple[str, ...] = ()
+    control_persist: str | None = None
 
     @classmethod
     def from_kwargs(cls, kwargs: dict[str, Any]) -> ConnectionFlags:
         names = cls.__dataclass_fields__
-        return cls(**{name: kwargs.pop(name) for name in list(names)})
+        return cls(**{name: kwargs.pop(name) for name in list(names) if name in kwargs})
 
 
 def load_inventory_for(flags_file: str | None, *, required: bool = False) -> Inventory | None:
@@ -106,22 +116,38 @@ def find_entry(inventory: Inventory | None, name: str | None) -> HostEntry | Non
     return next((h for h in inventory.hosts if h.name == name), None)
 
 
+def host_spec(flags: ConnectionFlags, entry: HostEntry | None) -> HostSpec | None:
+    """The parsed host spec: the entry's ``url:``/``address:`` or ``--host``; None runs locally.
+
+    A bare name keeps its meaning (address, ssh_config alias) and goes through
+    ``--transport`` (ssh by default); for a container transport it names the container.
+    """
+    text = (entry.url or entry.address) if entry else flags.host
+    if not text:
+        return None
+    spec = parse_host(text)
+    if spec.is_bare and flags.transport not in (None, "ssh", "openssh"):
+        return parse_host(f"{flags.transport}://{text}")
+    if spec.is_bare:
+        return dataclasses.replace(spec, scheme=flags.transport or "ssh")
+    return spec
+
+
 def connection_settings(flags: ConnectionFlags, entry: HostEntry | None, inventory: Inventory | None,
                         host_keys: KnownHosts | None = None) -> ConnectionSettings:
     """Flags > the host spec > the host's entry > the inventory's defaults > built-in defaults."""
-    spec = split_host_spec(entry.address if entry else flags.host)
+    spec = host_spec(flags, entry)
     # Inventory defaults belong to inventory entries; a plain address uses ssh_config only.
     defaults = inventory.defaults if inventory and entry else None
-    return ConnectionSettings(
-        scheme=spec.scheme,
-        host=spec.host,
-        port=flags.port or spec.port or (entry.port if entry else None) or (defaults.port if defaults else None),
-        user=flags.user or spec.user or (entry.user if entry else None) or (defaults.user if defaults else None),
+    base = ConnectionSettings(
+        port=flags.port or (spec.port if spec else None) or (entry.port if entry else None)
+        or (defaults.port if defaults else None),
+        user=flags.user or (spec.user if spec else None) or (entry.user if entry else None)
+        or (defaults.user if defaults else None),
         identity=_expand(flags.identity or (entry.identity if entry else None)
                          or (defaults.identity if defaults else None)),
         jump=flags.jump or (entry.jump if entry else None),
-        connect_timeout=flags.connect_timeout or (defaults.connect_timeout if defaults else None)
-        or DEFAULT_CONNECT_TIMEOUT,
+        connect_timeout=flags.connect_timeout or (defaults.connect_timeout if defaults else None),
         banner_timeout=flags.banner_timeout or DEFAULT_BANNER_TIMEOUT,
         auth_timeout=flags.auth_timeout or DEFAULT_AUTH_TIMEOUT,
         ssh_config=_expand(flags.ssh_config),
@@ -130,16 +156,38 @@ def connection_settings(flags: ConnectionFlags, entry: HostEntry | None, invento
         known_hosts=_expand(flags.known_hosts or (inventory.defaults.known_hosts if inventory else None)),
         accept_new=flags.accept_new,
         host_keys=host_keys,
-        options=spec.options,
+        ssh_options=tuple(flags.ssh_options or ()),
+        control_persist=flags.control_persist,
     )
+    return base if spec is None else settings_for_spec(spec, base)
 
 
-def known_hosts_for(flags: ConnectionFlags, inventory: Inventory | None) -> KnownHosts:
-    """known_hosts loaded once, to be shared by every connection of a run."""
-    from introspect.transport.hostkeys import KnownHosts
+# Every known_hosts this process loaded: main prints their warnings (bad lines, CA lines not
+# verified) once each, at the end of the command.
+_LOADED: list[KnownHosts] = []
+
+
+def known_hosts_for(flags: ConnectionFlags, inventory: Inventory | None, host: str | None = None) -> KnownHosts:
+    """known_hosts loaded once, to be shared by every connection of a run.
+
+    Without --known-hosts (or the inventory's), ssh_config's UserKnownHostsFile and
+    GlobalKnownHostsFile for ``host`` apply (``Host *`` for a fleet), as OpenSSH reads them.
+    """
+    from introspect.transport.hostkeys import KnownHosts, files_from_ssh_config
 
     path = flags.known_hosts or (inventory.defaults.known_hosts if inventory else None)
-    return KnownHosts(_expand(path), accept_new=flags.accept_new)
+    user_files, global_files = (None, None) if path else files_from_ssh_config(host, _expand(flags.ssh_config))
+    known = KnownHosts(_expand(path), accept_new=flags.accept_new, user_files=user_files,
+                       global_files=global_files)
+    _LOADED.append(known)
+    return known
+
+
+def known_hosts_warnings() -> list[str]:
+    """Each warning of the known_hosts files loaded so far, once, in order (then forgotten)."""
+    lines = list(dict.fromkeys(line for known in _LOADED for line in known.warnings))
+    _LOADED.clear()
+    return lines
 
 
 def _expand(path: str | None) -> str | None:
@@ -150,4 +198,7 @@ def executor_for(flags: ConnectionFlags, inventory: Inventory | None,
                  known_hosts: KnownHosts | None = None) -> tuple[Executor, HostEntry | None]:
     """The executor for ``--host`` (its scheme's transport), or the local one when no host is given."""
     entry = find_entry(inventory, flags.host)
-    return create_executor(connection_settings(flags, entry, inventory, known_hosts)), entry
+    settings = connection_settings(flags, entry, inventory, known_hosts)
+    if settings.scheme == "ssh" and settings.host_keys is None:  # paramiko checks host keys itself
+        settings = dataclasses.replace(settings, host_keys=known_hosts_for(flags, inventory, settings.host))
+    return create_executor(settings), entry

@@ -75,19 +75,27 @@ def print_notices(notices: tuple[Notice, ...] | list[Notice]) -> None:
             click.echo(f"fix: {item.hint}", err=True)
 
 
+def warning_notices() -> list[Notice]:
+    """The run's known_hosts warnings (only when a command loaded known_hosts at all)."""
+    connect = sys.modules.get("introspect.cli.connect")
+    lines = connect.known_hosts_warnings() if connect is not None else []
+    return [Notice(line, level="warning") for line in lines]
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     _quiet_libraries(_debug_requested(argv))
     try:
         result = cli.main(args=argv, prog_name="introspect", standalone_mode=False)
         if isinstance(result, Finished):
-            print_notices(result.notices)
+            print_notices([*warning_notices(), *result.notices])
             return result.code
+        print_notices(warning_notices())
         return int(result or 0)
     except IntrospectError as exc:
         if _debug_requested(argv):
             raise
-        print_notices([notice(exc)])
+        print_notices([*warning_notices(), notice(exc)])
         return exc.exit_code
     except click.exceptions.Exit as exc:
         return int(exc.exit_code)

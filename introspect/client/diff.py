@@ -50,11 +50,28 @@ class LiveOptions:
     json_cap: int
 
 
+def split_operand(text: str) -> tuple[str, str, str]:
+    """``HOST:REST`` like ``str.partition(":")``, where HOST may be a URL (``podman://vllm:/m``,
+    ``openssh://root@h:2222:/m``): the colon after a URL's netloc that no port digits follow."""
+    scheme, found, rest = text.partition("://")
+    if not found or "/" in scheme or ":" in scheme:
+        return text.partition(":")
+    depth = 0
+    for index, char in enumerate(rest):
+        depth += char == "["
+        depth -= char == "]"
+        after = rest[index + 1:index + 3]
+        if char == ":" and depth <= 0 and not after[:1].isdigit() and after != "//":  # ?via=ssh://...
+            return f"{scheme}://{rest[:index]}", ":", rest[index + 1:]
+    return text, "", ""
+
+
 def parse_side(text: str) -> Side:
-    """A saved profile when ``text`` is an existing local file, else ``HOST:PATH`` / ``HOST:ORG/NAME``."""
+    """A saved profile when ``text`` is an existing local file, else ``HOST:PATH`` / ``HOST:ORG/NAME``
+    (HOST: an inventory name, an address or a host URL)."""
     if Path(text).is_file():
         return Side(text, file=text)
-    host, sep, rest = text.partition(":")
+    host, sep, rest = split_operand(text)
     if not sep or not host or not rest:
         raise UsageError(f"{text!r} is neither a saved profile file nor HOST:PATH",
                          hint="pass a file written by `introspect probe --output`, or HOST:/path/to/model "

@@ -82,8 +82,12 @@ def _run_one(executor: Executor, channel: Channel) -> ChannelResult:
 def target_of(executor: Executor, python: str, venv: str | None, model_path: str) -> TargetBlock:
     """The ``target`` block of a profile or report: where, under which interpreter, what."""
     target = executor.target
-    return TargetBlock(host=target.host, port=target.port, user=target.user, python=python, venv=venv,
-                       model_path=model_path)
+    block = TargetBlock(scheme=target.scheme, host=target.host, port=target.port, user=target.user,
+                        python=python, venv=venv, model_path=model_path)
+    if target.container:
+        # contract.TargetBlock does not name "container" yet (the remote side owns that module).
+        block["container"] = target.container  # type: ignore[typeddict-unknown-key]
+    return block
 
 
 def error_record(task: str, exc: IntrospectError) -> dict[str, Any]:

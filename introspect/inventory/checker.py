@@ -82,9 +82,22 @@ class Checker:
         return v
 
     def address(self, v: Any, line: int, key: str) -> str:
+        if isinstance(v, str) and "://" in v:
+            return self.url(v, line, key)  # address: may hold a URL too
         v = self.ssh_word(v, line, key)
         if "@" in v:
             self.fail(line, key, f"{v!r}: put the user in `user:`, not in the address")
+        return v
+
+    def url(self, v: Any, line: int, key: str) -> str:
+        from introspect.errors import UsageError
+        from introspect.transport.hostspec import parse_host
+
+        v = self.string(v, line, key)
+        try:
+            parse_host(v)
+        except UsageError as exc:
+            self.fail(line, key, f"{exc.message} ({exc.hint})")
         return v
 
     def integer(self, v: Any, line: int, key: str, lo: int, hi: int) -> int:

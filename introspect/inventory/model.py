@@ -68,6 +68,7 @@ class HostEntry:
     name: str
     address: str
     port: int | None = None
+    url: str | None = None  # a host spec URL (openssh://, podman://...); wins over address
     user: str | None = None
     identity: str | None = None
     jump: str | None = None

@@ -23,7 +23,7 @@ from introspect.inventory.model import (
 _TOP_KEYS = ("defaults", "hosts")
 _DEFAULT_KEYS = ("user", "port", "identity", "passphrase_env", "connect_timeout", "parallel",
                  "known_hosts", "remote_code", "probe_timeout")
-_HOST_KEYS = ("name", "address", "port", "user", "identity", "passphrase_env", "jump", "tags",
+_HOST_KEYS = ("name", "address", "url", "port", "user", "identity", "passphrase_env", "jump", "tags",
               "remote_code", "roots", "venvs")
 _VENV_KEYS = ("path", "requires", "imports", "models", "remote_code", "min_free_gb")
 
@@ -82,10 +82,13 @@ def _parse_host(c: Checker, name: str, raw: Any, line: int, key: str, defaults: 
                        f"duplicate venv path {venv.path!r} (first listed as venvs[{seen[venv.path]}])")
             seen[venv.path] = i
             venvs.append(venv)
+    if "url" in m and "address" in m:
+        c.fail(m.key_lines.get("url"), join_key(key, "url"), "give either `url:` or `address:`, not both")
     return HostEntry(
         name=name,
         # Omitted address: the name itself is the destination (typically an ssh-config alias).
         address=c.get(m, "address", key, c.address, name),
+        url=c.get(m, "url", key, c.url),
         port=c.get(m, "port", key, c.port, defaults.port),
         user=c.get(m, "user", key, c.ssh_word, defaults.user),
         identity=c.get(m, "identity", key, c.string, defaults.identity),

@@ -11,6 +11,7 @@ every way a run can fail becomes one of introspect's errors.
 from __future__ import annotations
 
 import abc
+import dataclasses
 import threading
 import time
 from collections.abc import Callable
@@ -42,7 +43,9 @@ class Target:
     """Where an executor runs its tasks; the same typed value on every transport.
 
     ``host``/``port``/``user`` are what the transport was asked for (``None`` when the
-    transport or ssh_config decides); ``label`` names the target in error messages.
+    transport or ssh_config decides; for container schemes ``host`` is the machine or
+    context that runs the container); ``container`` is the container, pod or VM inside
+    it; ``label`` names the target in error messages.
     """
 
     scheme: str
@@ -50,6 +53,10 @@ class Target:
     port: int | None = None
     user: str | None = None
     label: str = "local"
+    container: str | None = None
+
+    def as_dict(self) -> dict[str, object]:
+        return dataclasses.asdict(self)
 
 
 LOCAL_TARGET = Target("local")

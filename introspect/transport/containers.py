@@ -15,10 +15,17 @@ import os
 import shutil
 from collections.abc import Sequence
 
-from introspect.errors import AuthenticationFailed, HostUnreachable, UsageError
-from introspect.transport.base import Executor
-from introspect.transport.exec_cli import ClientErrorRule, ClientNotFound, ExecCLIExecutor, plain, rule
-from introspect.transport.target import Target
+from introspect.errors import AuthenticationFailed, ClientNotFound, HostUnreachable, UsageError
+from introspect.transport.base import Executor, Target
+from introspect.transport.exec_cli import (
+    ClientErrorRule,
+    ExecCLIExecutor,
+    client_timeout,
+    plain,
+    rule,
+    url_spec,
+)
+from introspect.transport.settings import ConnectionSettings
 
 _NO_USER = rule(r"unable to find user|no matching entries in passwd file", UsageError,
                 "the container has no such user", "check ?user= against the container's /etc/passwd, "
@@ -50,6 +57,12 @@ class DockerExecutor(ExecCLIExecutor):
         self.container = container
         self.user = user
 
+    @classmethod
+    def from_settings(cls, settings: ConnectionSettings) -> DockerExecutor:
+        spec = url_spec(settings)
+        assert spec.container is not None  # parse_host names one for docker:// and podman://
+        return cls(spec.container, user=spec.user or settings.user, connect_timeout=client_timeout(settings))
+
     def running_check(self, client: str) -> tuple[list[str], str] | None:
         return [client, "container", "inspect", "--format", "{{.State.Running}}", self.container], "true"
 
@@ -64,6 +77,13 @@ class PodmanExecutor(DockerExecutor):
 
     scheme = "podman"
     client = "podman"
+
+    @classmethod
+    def from_settings(cls, settings: ConnectionSettings) -> PodmanExecutor:
+        # The same URL and argv as docker's; only the client differs (``cls`` is this class).
+        executor = super().from_settings(settings)
+        assert isinstance(executor, PodmanExecutor)
+        return executor
     rules: Sequence[ClientErrorRule] = (
         rule(r"no container with name or ID .* found|no such container", HostUnreachable, "no such container",
              "check the NAME with `podman ps`"),
@@ -116,6 +136,13 @@ class KubectlExecutor(ExecCLIExecutor):
         self.pod, self.namespace, self.container = pod, namespace, container
         self.context, self.kubeconfig = context, kubeconfig
 
+    @classmethod
+    def from_settings(cls, settings: ConnectionSettings) -> KubectlExecutor:
+        spec = url_spec(settings)
+        assert spec.container is not None
+        return cls(spec.container, namespace=spec.namespace, container=spec.pod_container, context=spec.context,
+                   kubeconfig=spec.kubeconfig, connect_timeout=client_timeout(settings))
+
     def _globals(self, client: str) -> list[str]:
         argv = [client]
         if self.kubeconfig:
@@ -164,6 +191,12 @@ class LxcExecutor(ExecCLIExecutor):
         self.name = name
         self.chosen = client
         self.lxcpath = plain(lxcpath, "lxcpath", self.label)  # lxc-attach -P: containers outside /var/lib/lxc
+
+    @classmethod
+    def from_settings(cls, settings: ConnectionSettings) -> LxcExecutor:
+        spec = url_spec(settings)
+        assert spec.container is not None
+        return cls(spec.container, client=spec.client, connect_timeout=client_timeout(settings))
 
     def connect(self) -> None:
         if self.chosen is None:
@@ -219,6 +252,17 @@ class PctExecutor(ExecCLIExecutor):
         super().__init__(Target(scheme=self.scheme, host=host, user=user, label=f"pct://{vmid}{at}",
                                 container=str(vmid)), via=via, binary=binary, connect_timeout=connect_timeout)
         self.vmid = str(vmid)
+
+    @classmethod
+    def from_settings(cls, settings: ConnectionSettings) -> PctExecutor:
+        """``?via=URL`` is built through the registry, with the same connection flags (the jump is
+        an SSH hop: --identity, --known-hosts, --ssh-option apply to it)."""
+        from introspect.transport.registry import create_executor, settings_for_spec
+
+        spec = url_spec(settings)
+        assert spec.container is not None
+        via = create_executor(settings_for_spec(spec.via, settings)) if spec.via is not None else None
+        return cls(spec.container, via=via, connect_timeout=client_timeout(settings))
 
     def running_check(self, client: str) -> tuple[list[str], str] | None:
         return [client, "status", self.vmid], "status: running"

@@ -26,10 +26,15 @@ import threading
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from introspect.errors import EXIT_USAGE, HostUnreachable, IntrospectError, UsageError
-from introspect.transport.base import ExecResult, Executor, RemoteProcess
+from introspect.errors import ClientNotFound, HostUnreachable, IntrospectError, UsageError
+from introspect.transport.base import ExecResult, Executor, RemoteProcess, Target
+from introspect.transport.hostspec import HostSpec, parse_host
 from introspect.transport.local import LocalExecutor, LocalProcess
-from introspect.transport.target import Target
+from introspect.transport.settings import ConnectionSettings
+
+#: Seconds for the container's state query when no --connect-timeout is given (a daemon
+#: or API server can be slower to answer than an sshd).
+DEFAULT_CLIENT_CONNECT_TIMEOUT = 10.0
 
 INSTALL_HINTS = {
     "ssh": "install the OpenSSH client: apt-get install openssh-client",
@@ -42,18 +47,25 @@ INSTALL_HINTS = {
 }
 
 
-class ClientNotFound(UsageError):
-    """The client program a transport needs is not installed (exit 2: fix this machine, not the target)."""
-
-    exit_code = EXIT_USAGE
-
-
 def plain(value: str | None, what: str, label: str) -> str | None:
     """Refuse a name a client would read as an option (hostspec already checks; this guards direct callers)."""
     if value is not None and (not value or value.startswith("-") or any(c.isspace() for c in value)):
         raise UsageError(f"{what} {value!r} is not a plain name", hint=f"pass the {what} as `ps`/`list` shows it",
                          host=label, stage="client")
     return value
+
+
+def url_spec(settings: ConnectionSettings) -> HostSpec:
+    """The parsed URL of a client-exec target (settings built in code may give only ``host``)."""
+    if settings.spec is not None and settings.spec.scheme == settings.scheme:
+        return settings.spec
+    if not settings.host:
+        raise UsageError(f"a {settings.scheme}:// target needs a name", hint=f"pass --host {settings.scheme}://NAME")
+    return parse_host(f"{settings.scheme}://{settings.host}")
+
+
+def client_timeout(settings: ConnectionSettings) -> float:
+    return settings.connect_timeout or DEFAULT_CLIENT_CONNECT_TIMEOUT
 
 
 def find_client(name: str, *, label: str, binary: str | None = None) -> str:
@@ -106,6 +118,7 @@ class ClientProcess(LocalProcess):
             raise ClientNotFound(f"cannot run {argv[0]}: {exc.strerror}",
                                  hint=INSTALL_HINTS.get(client, f"install {client}"), host=label,
                                  stage="client") from None
+        self._adopt_streams()
 
 
 class ExecCLIExecutor(Executor):
@@ -119,11 +132,9 @@ class ExecCLIExecutor(Executor):
 
     def __init__(self, target: Target, *, via: Executor | None = None, binary: str | None = None,
                  connect_timeout: float = 10.0) -> None:
-        super().__init__()
         for what, value in (("container", target.container), ("user", target.user), ("host", target.host)):
             plain(value, what, target.label)
-        self.target = target
-        self.label = target.label
+        super().__init__(target)
         self.via = via
         self.binary = binary
         self.connect_timeout = connect_timeout

@@ -47,6 +47,32 @@ USER_FILES = ("~/.ssh/known_hosts", "~/.ssh/known_hosts2")
 GLOBAL_FILES = ("/etc/ssh/ssh_known_hosts", "/etc/ssh/ssh_known_hosts2")
 
 
+SSH_CONFIG_FILES = ("~/.ssh/config", "/etc/ssh/ssh_config")
+
+
+def files_from_ssh_config(host: str | None, ssh_config: str | None = None
+                          ) -> tuple[list[str] | None, list[str] | None]:
+    """``UserKnownHostsFile`` and ``GlobalKnownHostsFile`` that ssh_config sets for ``host``
+    (paramiko's lookup; ``*`` when no one host is meant), None where it sets none."""
+    texts = []
+    for path in [ssh_config] if ssh_config else list(SSH_CONFIG_FILES):
+        try:
+            texts.append(Path(path).expanduser().read_text(encoding="utf-8", errors="replace"))
+        except OSError:
+            continue
+    try:
+        found = paramiko.SSHConfig.from_text("\n".join(texts)).lookup(host or "*")
+    except Exception:  # noqa: BLE001 - a config paramiko cannot read: fabric reports it when it connects
+        return None, None
+
+    def files(key: str) -> list[str] | None:
+        value = found.get(key)
+        words = value.split() if isinstance(value, str) else list(value or [])
+        return [os.path.expanduser(word) for word in words if word.lower() != "none"] or None
+
+    return files("userknownhostsfile"), files("globalknownhostsfile")
+
+
 class KnownHosts:
     """The known_hosts files of one run, parsed once and shared by all its connections.
 

@@ -22,8 +22,11 @@ from dataclasses import dataclass
 from urllib.parse import parse_qsl, unquote, urlsplit
 
 from introspect.errors import UsageError
+from introspect.transport.registry import TRANSPORTS
 
-SCHEMES = ("ssh", "openssh", "docker", "podman", "kubectl", "lxc", "pct", "local")
+# The one scheme table is the registry's; the forms below are only the schemes that take
+# more than ``[user@]host[:port]`` (any other registered scheme is parsed as that).
+SCHEMES = tuple(TRANSPORTS)
 LXC_CLIENTS = ("lxc-attach", "lxc")
 _FORMS = {
     "ssh": "ssh://[user@]host[:port]",
@@ -97,16 +100,16 @@ def parse_host(text: str) -> HostSpec:
         return HostSpec(scheme=None, host=text, text=text)
     scheme = text.split("://", 1)[0].lower()
     if scheme not in SCHEMES:
-        raise UsageError(f"unknown transport {scheme + '://'!r} in host spec {text!r}",
+        raise UsageError(f"unknown transport {scheme!r} in host spec {text!r}",
                          hint="use one of " + ", ".join(s + "://" for s in SCHEMES) + " or a bare host name")
     try:
         parts = urlsplit(text)
     except ValueError as exc:  # e.g. an unclosed '[' of an IPv6 address
-        raise UsageError(f"host spec {text!r} is not a URL: {exc}", hint=f"write it as {_FORMS[scheme]}") from None
+        raise UsageError(f"host spec {text!r} is not a URL: {exc}", hint=f"write it as {_form(scheme)}") from None
     if parts.fragment:
         raise _form_error(scheme, text, "a '#' fragment")
     query = _query(scheme, parts.query, text)
-    if scheme in ("ssh", "openssh"):
+    if scheme in ("ssh", "openssh") or scheme not in _FORMS:
         return _parse_ssh(scheme, parts.netloc, parts.path, text)
     if scheme == "local":
         if parts.netloc or parts.path not in ("", "/"):
@@ -127,9 +130,13 @@ def parse_host(text: str) -> HostSpec:
     return _parse_pct(parts.netloc, parts.path, query, text)
 
 
+def _form(scheme: str) -> str:
+    return _FORMS.get(scheme, f"{scheme}://[user@]host[:port]")
+
+
 def _form_error(scheme: str, text: str, what: str) -> UsageError:
     return UsageError(f"host spec {text!r} has {what}, which {scheme}:// does not take",
-                      hint=f"write it as {_FORMS[scheme]}")
+                      hint=f"write it as {_form(scheme)}")
 
 
 def _query(scheme: str, query: str, text: str) -> dict[str, str]:
@@ -142,11 +149,11 @@ def _query(scheme: str, query: str, text: str) -> dict[str, str]:
     for key, value in pairs:
         if key not in allowed:
             raise UsageError(f"{scheme}:// does not take ?{key}= (in {text!r})",
-                             hint=f"write it as {_FORMS[scheme]}")
+                             hint=f"write it as {_form(scheme)}")
         if key in found:
             raise UsageError(f"?{key}= is given twice in {text!r}", hint="give it once")
         if not value:
-            raise UsageError(f"?{key}= is empty in {text!r}", hint=f"write it as {_FORMS[scheme]}")
+            raise UsageError(f"?{key}= is empty in {text!r}", hint=f"write it as {_form(scheme)}")
         found[key] = value
     return found
 
@@ -162,7 +169,7 @@ def _checked_word(value: str, what: str, text: str, pattern: re.Pattern[str] = _
 def _parse_ssh(scheme: str, netloc: str, path: str, text: str) -> HostSpec:
     if path not in ("", "/"):
         raise UsageError(f"{scheme}:// takes no path ({path!r} in {text!r})",
-                         hint=f"write {_FORMS[scheme]} and pass the model directory with --model")
+                         hint=f"write {_form(scheme)} and pass the model directory with --model")
     user = None
     if "@" in netloc:
         login, netloc = netloc.rsplit("@", 1)
@@ -172,7 +179,7 @@ def _parse_ssh(scheme: str, netloc: str, path: str, text: str) -> HostSpec:
         user = _checked_word(unquote(login), "user name", text, _USER)
     host, port = _split_port(scheme, netloc, text)
     if not host:
-        raise UsageError(f"host spec {text!r} names no host", hint=f"write it as {_FORMS[scheme]}")
+        raise UsageError(f"host spec {text!r} names no host", hint=f"write it as {_form(scheme)}")
     return HostSpec(scheme=scheme, host=_checked_word(host, "host name", text), port=port, user=user,
                     text=text)
 
@@ -190,7 +197,7 @@ def _split_port(scheme: str, netloc: str, text: str) -> tuple[str, int | None]:
         return host, None
     if not _DIGITS.fullmatch(port_text) or not 1 <= int(port_text) <= 65535:
         raise UsageError(f"port {port_text!r} in {text!r} is not a number from 1 to 65535",
-                         hint=f"write it as {_FORMS[scheme]}, e.g. {scheme}://root@gpu1:2222")
+                         hint=f"write it as {_form(scheme)}, e.g. {scheme}://root@gpu1:2222")
     return host, int(port_text)
 
 
@@ -198,7 +205,7 @@ def _only_netloc(scheme: str, netloc: str, path: str, text: str) -> str:
     if path not in ("", "/"):
         raise _form_error(scheme, text, f"a path {path!r}")
     if not netloc:
-        raise UsageError(f"host spec {text!r} names no {scheme} target", hint=f"write it as {_FORMS[scheme]}")
+        raise UsageError(f"host spec {text!r} names no {scheme} target", hint=f"write it as {_form(scheme)}")
     return unquote(netloc)
 
 

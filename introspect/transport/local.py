@@ -30,6 +30,9 @@ class LocalProcess(RemoteProcess):
             raise InterpreterError(f"cannot execute {argv[0]}: permission denied",
                                    hint="check the interpreter's permissions", host="local",
                                    stage="python") from exc
+        self._adopt_streams()
+
+    def _adopt_streams(self) -> None:
         # Popen with PIPE always sets the three streams.
         assert self._proc.stdin and self._proc.stdout and self._proc.stderr
         self._stdin, self._stdout, self._stderr = self._proc.stdin, self._proc.stdout, self._proc.stderr

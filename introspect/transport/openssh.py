@@ -36,10 +36,10 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from introspect.errors import ConnectionLost, HostUnreachable, IntrospectError, UsageError
-from introspect.transport.base import ExecResult, Executor, RemoteProcess
+from introspect.transport.base import ExecResult, Executor, RemoteProcess, Target
 from introspect.transport.exec_cli import ClientProcess, find_client
 from introspect.transport.openssh_errors import SSHContext, classify
-from introspect.transport.target import Target
+from introspect.transport.settings import ConnectionSettings
 
 # Options introspect sets itself; a --ssh-option naming one would silently lose (first value wins).
 _OWN_OPTIONS = {"batchmode", "controlmaster", "controlpath", "controlpersist", "connecttimeout"}
@@ -96,7 +96,6 @@ class OpenSSHExecutor(Executor):
                  known_hosts: str | None = None, accept_new: bool = False, options: Sequence[str] = (),
                  connect_timeout: float | None = None, keepalive: int = 5,
                  control_persist: str | None = None, binary: str | None = None) -> None:
-        super().__init__()
         for what, value in (("host", host), ("user", user), ("jump host", jump)):
             if value is not None and (not value or value.startswith("-") or any(c.isspace() for c in value)):
                 raise UsageError(f"{what} {value!r} is not a plain name",
@@ -110,15 +109,27 @@ class OpenSSHExecutor(Executor):
         self.options = check_options(options)
         self.connect_timeout, self.keepalive = connect_timeout, keepalive
         self.control_persist, self.binary = control_persist, binary
-        self.label = host
-        self.target = Target(scheme=self.scheme, host=host, port=port, user=user, label=host)
-        self.connections_opened = 0
+        super().__init__(Target(scheme=self.scheme, host=host, port=port, user=user, label=host))
+        self._opened = 0
         self._ssh: str | None = None
         self._dir: Path | None = None
         self._master: subprocess.Popen[bytes] | None = None
         self._ctx: SSHContext | None = None
         self._keepalive: list[str] = []
         self._lock = threading.Lock()
+
+    @classmethod
+    def from_settings(cls, settings: ConnectionSettings) -> OpenSSHExecutor:
+        if not settings.host:
+            raise UsageError("an OpenSSH target needs a host", hint="pass --host openssh://[user@]HOST[:PORT]")
+        return cls(settings.host, port=settings.port, user=settings.user, identity=settings.identity,
+                   jump=settings.jump, ssh_config=settings.ssh_config, known_hosts=settings.known_hosts,
+                   accept_new=settings.accept_new, options=settings.ssh_options,
+                   connect_timeout=settings.connect_timeout, control_persist=settings.control_persist)
+
+    @property
+    def connections_opened(self) -> int:
+        return self._opened
 
     # -- argv -------------------------------------------------------------------------
     def _base_argv(self, *, extra: Sequence[str] = ()) -> list[str]:
@@ -213,7 +224,7 @@ class OpenSSHExecutor(Executor):
             if self.control_persist is not None:
                 log_path.unlink(missing_ok=True)
         self._master = master if self.control_persist is None else None
-        self.connections_opened += 1
+        self._opened += 1
 
     def _wait_for(self, master: subprocess.Popen[bytes], log_path: Path, ctx: SSHContext) -> None:
         """Until the master is logged in (its socket answers), or why it could not."""

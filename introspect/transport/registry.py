@@ -13,14 +13,16 @@ Registry API
     the class, imported on first use; an unknown scheme is a :class:`UsageError`.
 ``create_executor(settings)``
     ``executor_class(settings.scheme).from_settings(settings)``: the only factory.
-``split_host_spec(spec)``
-    ``(scheme, host, port, user, options)`` of a ``--host`` value.
+``settings_for_spec(spec, **connection)``
+    a parsed host spec (:func:`introspect.transport.hostspec.parse_host`, the one
+    parser) plus connection flags, as :class:`ConnectionSettings`.
 
 What a transport's class must implement (a subclass of
 :class:`introspect.transport.base.Executor`):
 
 - ``from_settings(cls, settings: ConnectionSettings) -> Executor``: build itself from
-  the resolved settings, using the fields that mean something to it;
+  the resolved settings, using the fields that mean something to it (``settings.spec``
+  is the parsed URL: container, pod, namespace and query parts);
 - ``__init__`` calls ``super().__init__(Target(scheme, host, port, user, label))``;
 - ``_spawn(argv) -> RemoteProcess``: start ``argv`` (a list, never a shell line) with
   stdin, stdout and stderr piped; its ``kill()`` closes stdin, which makes the remote
@@ -36,17 +38,26 @@ tests run over every registered scheme and fail for a scheme without one).
 
 from __future__ import annotations
 
+import dataclasses
 import importlib
-import urllib.parse
-from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
 
 from introspect.errors import UsageError
 from introspect.transport.base import Executor
 from introspect.transport.settings import ConnectionSettings
 
+if TYPE_CHECKING:
+    from introspect.transport.hostspec import HostSpec
+
 TRANSPORTS: dict[str, str] = {
-    "local": "introspect.transport.local:LocalExecutor",
     "ssh": "introspect.transport.ssh:SSHExecutor",
+    "openssh": "introspect.transport.openssh:OpenSSHExecutor",
+    "docker": "introspect.transport.containers:DockerExecutor",
+    "podman": "introspect.transport.containers:PodmanExecutor",
+    "kubectl": "introspect.transport.containers:KubectlExecutor",
+    "lxc": "introspect.transport.containers:LxcExecutor",
+    "pct": "introspect.transport.containers:PctExecutor",
+    "local": "introspect.transport.local:LocalExecutor",
 }
 DEFAULT_REMOTE_SCHEME = "ssh"
 
@@ -72,36 +83,9 @@ def create_executor(settings: ConnectionSettings) -> Executor:
     return executor_class(settings.scheme).from_settings(settings)
 
 
-@dataclass(frozen=True)
-class HostSpec:
-    """A ``--host`` value taken apart: ``scheme://[user@]host[:port][?key=value]``."""
-
-    scheme: str
-    host: str | None
-    port: int | None = None
-    user: str | None = None
-    options: dict[str, str] = field(default_factory=dict)
-
-
-def split_host_spec(spec: str | None) -> HostSpec:
-    """No spec: local. A bare name: SSH to it (address, ssh_config alias, inventory name)."""
-    if not spec:
-        return HostSpec("local", None)
-    if "://" not in spec:
-        return HostSpec(DEFAULT_REMOTE_SCHEME, spec)
-    parts = urllib.parse.urlsplit(spec)
-    executor_class(parts.scheme)  # an unknown scheme is a usage error before anything connects
-    try:
-        port = parts.port
-    except ValueError:
-        raise UsageError(f"--host {spec!r}: the port is not a number in 1..65535",
-                         hint="write scheme://[user@]host[:port]") from None
-    # Not parts.hostname: it lowercases, and container and pod names are case-sensitive.
-    host = parts.netloc.rpartition("@")[2]
-    host = host[1:].partition("]")[0] if host.startswith("[") else host.partition(":")[0]
-    path = parts.path.strip("/")  # kubectl://NAMESPACE/POD keeps what follows the host
-    options = dict(urllib.parse.parse_qsl(parts.query))
-    if path:
-        options.setdefault("path", urllib.parse.unquote(path))
-    return HostSpec(parts.scheme, urllib.parse.unquote(host) or None, port,
-                    urllib.parse.unquote(parts.username) if parts.username else None, options)
+def settings_for_spec(spec: HostSpec, base: ConnectionSettings | None = None, **over: Any) -> ConnectionSettings:
+    """``base`` (the connection flags) pointed at ``spec``: the scheme and host from the URL; port and
+    user from ``base`` when it sets them (flags win), else from the URL; a bare name means ``ssh``."""
+    base = base or ConnectionSettings()
+    return dataclasses.replace(base, scheme=spec.scheme or DEFAULT_REMOTE_SCHEME, host=spec.host or base.host,
+                               port=base.port or spec.port, user=base.user or spec.user, spec=spec, **over)

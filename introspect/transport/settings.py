@@ -8,12 +8,12 @@ ignoring the rest.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:  # paramiko is imported only by the transports that use it
     from introspect.transport.hostkeys import KnownHosts
+    from introspect.transport.hostspec import HostSpec
 
 DEFAULT_CONNECT_TIMEOUT = 5.0  # like ssh -o ConnectTimeout=5
 DEFAULT_BANNER_TIMEOUT = 10.0
@@ -24,10 +24,13 @@ DEFAULT_AUTH_TIMEOUT = 15.0
 class ConnectionSettings:
     """Where and how to reach one target.
 
-    ``host`` is whatever the scheme addresses (an SSH address or ssh_config alias, a
-    container, a pod); ``options`` holds scheme-specific extras (a URL's query).
-    ``host_keys`` is a known_hosts already loaded for the whole run, shared by every
-    connection; ``None`` makes an SSH transport load ``known_hosts`` itself.
+    ``host``/``port``/``user`` are the SSH destination (or, for container schemes, what
+    the URL names); ``spec`` is the whole parsed URL (container, pod, namespace, query
+    parts such as ``?user=``, ``?context=``, ``?via=``), which container transports read
+    in their ``from_settings``. ``host_keys`` is a known_hosts already loaded for the
+    whole run, shared by every connection; ``None`` makes an SSH transport load
+    ``known_hosts`` itself. ``connect_timeout`` None: the transport's default (OpenSSH:
+    the ssh_config's ConnectTimeout, else 5 s).
     """
 
     scheme: str = "local"
@@ -38,10 +41,12 @@ class ConnectionSettings:
     jump: str | None = None
     ssh_config: str | None = None  # None: ~/.ssh/config and /etc/ssh/ssh_config
     passphrase_env: str | None = None  # name of the env var holding the key's passphrase
-    connect_timeout: float = DEFAULT_CONNECT_TIMEOUT
+    connect_timeout: float | None = None
     banner_timeout: float = DEFAULT_BANNER_TIMEOUT
     auth_timeout: float = DEFAULT_AUTH_TIMEOUT
     known_hosts: str | None = None  # None: ~/.ssh/known_hosts
     accept_new: bool = False
     host_keys: KnownHosts | None = field(default=None, compare=False)
-    options: Mapping[str, str] = field(default_factory=dict)
+    spec: HostSpec | None = None
+    ssh_options: tuple[str, ...] = ()  # openssh: -o KEY=VALUE words (--ssh-option)
+    control_persist: str | None = None  # openssh: keep the master this long (--control-persist)

@@ -30,7 +30,7 @@ from introspect.errors import (
 )
 from introspect.transport.base import Executor, RemoteProcess, Target
 from introspect.transport.hostkeys import KnownHosts
-from introspect.transport.settings import ConnectionSettings
+from introspect.transport.settings import DEFAULT_CONNECT_TIMEOUT, ConnectionSettings
 
 
 @dataclass(frozen=True)
@@ -118,7 +118,7 @@ class SSHExecutor(Executor):
         if not settings.host:
             raise UsageError("an SSH target needs a host", hint="pass --host [user@]HOST")
         ssh = SSHTarget(host=settings.host, port=settings.port, user=settings.user, identity=settings.identity,
-                        jump=settings.jump, connect_timeout=settings.connect_timeout,
+                        jump=settings.jump, connect_timeout=settings.connect_timeout or DEFAULT_CONNECT_TIMEOUT,
                         banner_timeout=settings.banner_timeout, auth_timeout=settings.auth_timeout,
                         ssh_config=settings.ssh_config, passphrase_env=settings.passphrase_env)
         known = settings.host_keys or KnownHosts(settings.known_hosts, accept_new=settings.accept_new)

@@ -33,7 +33,7 @@ VOLATILE_KEYS = {"timings", "mtime", "mtime_ns", "seconds", "load_seconds", "ela
 def config_raw(name: str, config: Any) -> dict[str, Any]:
     """Raw facts of a directory holding only ``config.json``: the aggregator's view of a config."""
     path = f"/models/{name}"
-    return {"schema": RAW_SCHEMA, "target": {"host": "gpu1", "port": 22, "user": "root",
+    return {"schema": RAW_SCHEMA, "target": {"scheme": "ssh", "host": "gpu1", "port": 22, "user": "root",
                                              "python": "/venv/bin/python", "venv": "/venv",
                                              "model_path": path},
             "errors": [], "timings": {}, "fatal": None, "tokenizer_probe": None,

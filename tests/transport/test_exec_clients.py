@@ -24,6 +24,7 @@ from introspect.errors import (
     EXIT_UNREACHABLE,
     EXIT_USAGE,
     AuthenticationFailed,
+    ClientNotFound,
     HostUnreachable,
     IntrospectError,
     UsageError,
@@ -35,7 +36,7 @@ from introspect.transport.containers import (
     PctExecutor,
     PodmanExecutor,
 )
-from introspect.transport.exec_cli import ClientNotFound, match_rules
+from introspect.transport.exec_cli import match_rules
 from introspect.transport.hostkeys import KnownHosts
 from introspect.transport.openssh import OpenSSHExecutor
 from introspect.transport.ssh import SSHExecutor, SSHTarget

@@ -68,7 +68,7 @@ def test_labels_carry_no_query(text, label):
     ("ssh://[fe80::1", "not a URL"),
     ("ssh://gpu1?x=1", "does not take ?x="),
     ("ssh://gpu1#frag", "fragment"),
-    ("dockr://vllm", "unknown transport 'dockr://'"),
+    ("dockr://vllm", "unknown transport 'dockr'"),
     ("docker://", "names no docker target"),
     ("docker://-H=tcp:", "not a docker container name"),
     ("docker://a/b", "path"),
@@ -134,12 +134,9 @@ def test_kubectl_urls_round_trip(namespace, pod, container):
     ("lxc://ct1?client=lxc-attach", "lxc://ct1"), ("pct://200", "pct://200"),
 ])
 def test_every_new_scheme_builds_its_executor_from_the_spec(text, label):
-    import importlib
-
-    from introspect.transport.spec_args import EXECUTORS, spec_kwargs
+    from introspect.transport.registry import create_executor, settings_for_spec
 
     spec = parse_host(text)
-    module, name = EXECUTORS[spec.scheme]
-    executor = getattr(importlib.import_module(module), name)(**spec_kwargs(spec))
+    executor = create_executor(settings_for_spec(spec))
     assert executor.target.scheme == spec.scheme and executor.target.label == label
     assert executor.label == label

@@ -19,12 +19,12 @@ from introspect.errors import (
     EXIT_UNREACHABLE,
     EXIT_USAGE,
     AuthenticationFailed,
+    ClientNotFound,
     ConnectionLost,
     HostKeyError,
     HostUnreachable,
     UsageError,
 )
-from introspect.transport.exec_cli import ClientNotFound
 from introspect.transport.openssh import OpenSSHExecutor, check_options
 from introspect.transport.openssh_errors import SSHContext, classify
 from tests.sshd_server import ClientKeys, SSHServer, free_port, start_sshd, trust

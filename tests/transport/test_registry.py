@@ -9,7 +9,8 @@ from introspect.errors import UsageError
 from introspect.inventory import parse_inventory
 from introspect.transport.base import Executor, Target
 from introspect.transport.local import LocalExecutor
-from introspect.transport.registry import TRANSPORTS, create_executor, executor_class, split_host_spec
+from introspect.transport.hostspec import parse_host
+from introspect.transport.registry import TRANSPORTS, create_executor, executor_class
 from introspect.transport.settings import ConnectionSettings
 from introspect.transport.ssh import SSHExecutor
 from tests.conftest import run_cli
@@ -42,15 +43,38 @@ def test_unknown_scheme_is_a_usage_error() -> None:
     ("ssh://[::1]:22", "ssh", "::1", 22, None),
     ("local://", "local", None, None, None),
 ])
-def test_split_host_spec(spec: str | None, scheme: str, host: str | None, port: int | None,
-                         user: str | None) -> None:
-    parsed = split_host_spec(spec)
-    assert (parsed.scheme, parsed.host, parsed.port, parsed.user) == (scheme, host, port, user)
+def test_host_specs_reach_the_settings(spec: str | None, scheme: str, host: str | None, port: int | None,
+                                       user: str | None) -> None:
+    from introspect.cli.connect import connection_settings
+
+    settings = connection_settings(_flags(host=spec), None, None)
+    assert (settings.scheme, settings.host, settings.port, settings.user) == (scheme, host, port, user)
 
 
 def test_bad_port_in_a_host_spec_is_a_usage_error() -> None:
     with pytest.raises(UsageError):
-        split_host_spec("ssh://gpu-a1:http")
+        parse_host("ssh://gpu-a1:http")
+
+
+def test_transport_flag_sends_a_bare_name_through_openssh() -> None:
+    from introspect.transport.openssh import OpenSSHExecutor
+
+    ex, _ = executor_for(_flags(host="gpu-a1", transport="openssh", ssh_options=("ServerAliveInterval=7",),
+                                control_persist="10m"), None)
+    assert isinstance(ex, OpenSSHExecutor) and ex.target == Target("openssh", "gpu-a1", None, None, "gpu-a1")
+    assert ex.options == ["ServerAliveInterval=7"] and ex.control_persist == "10m"
+    podman, _ = executor_for(_flags(host="vllm", transport="podman"), None)
+    assert podman.target == Target("podman", None, None, None, "podman://vllm", "vllm")
+
+
+def test_inventory_urls_reach_the_factory() -> None:
+    inventory = parse_inventory("hosts:\n  engine: {url: 'podman://vllm?user=nobody'}\n"
+                                "  pve: {address: 'pct://200?via=openssh://root@pve1:2222'}\n")
+    engine, _ = executor_for(_flags(host="engine"), inventory)
+    assert engine.target == Target("podman", None, None, "nobody", "podman://vllm", "vllm")
+    pve, _ = executor_for(_flags(host="pve"), inventory)
+    assert pve.target == Target("pct", "pve1", None, "root", "pct://200@pve1", "200")
+    assert pve.via is not None and pve.via.target.scheme == "openssh" and pve.via.target.port == 2222
 
 
 def test_the_factory_gives_each_transport_its_target() -> None:
