@@ -207,7 +207,7 @@ def _reachable_report(host: HostEntry, outcomes: dict[_Job, _Outcome], seconds: 
         snapshots.append(snapshot_from(host.name, venv.path, facts, None, tokenizers))
     if not host.venvs:
         snapshots.append(snapshot_from(host.name, "", None, None))
-    return HostReport(host.name, host.address, [check_reachable(None, host)], venvs, snapshots, seconds,
+    return HostReport(host.name, host.url or host.address, [check_reachable(None, host)], venvs, snapshots, seconds,
                       connections)
 
 
@@ -220,7 +220,7 @@ def _unreachable(host: HostEntry, cause: str, fix: str | None, evidence: dict[st
     venvs = [VenvReport(v.path, []) for v in host.venvs]
     snapshots = [snapshot_from(host.name, v.path, None, cause) for v in host.venvs] or [
         snapshot_from(host.name, "", None, cause)]
-    return HostReport(host.name, host.address, [result], venvs, snapshots, seconds, connections)
+    return HostReport(host.name, host.url or host.address, [result], venvs, snapshots, seconds, connections)
 
 
 def _connections(executor: Executor) -> int:

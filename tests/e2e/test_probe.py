@@ -36,7 +36,7 @@ def broken_run(sshd, client_keys, kimi_model, venv_no_tiktoken, tmp_path_factory
 def test_profile_contract_and_architecture(good_profile, sshd, kimi_model, venv_full):
     p = good_profile
     assert p["schema"] == "introspect.profile/v1"
-    assert p["target"] == {"host": sshd.address, "port": sshd.port, "user": None,
+    assert p["target"] == {"scheme": "ssh", "host": sshd.address, "port": sshd.port, "user": None,
                            "python": f"{venv_full}/bin/python", "venv": str(venv_full),
                            "model_path": str(kimi_model)}
     arch = p["architecture"]
