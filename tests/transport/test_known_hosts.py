@@ -129,3 +129,58 @@ def test_global_file_is_read_and_new_keys_go_to_the_user_file(sshd, client_keys,
     with _executor(sshd, client_keys, known) as executor:
         executor.connect()
     assert not user_file.exists(), "a key known globally is not written again"
+
+
+# -- through the CLI: warnings printed once by main, exit codes, ssh_config's files ------------------
+
+def _cli_probe(sshd, client_keys, kimi_model, venv_full, *flags: str):
+    from tests.conftest import run_cli
+
+    return run_cli("probe", "--host", sshd.address, "--port", str(sshd.port), "--identity", str(client_keys.key),
+                   "--model", str(kimi_model), "--venv", str(venv_full), "--json", *flags)
+
+
+def test_cli_probes_with_marker_hashed_and_corrupt_lines_and_warns_once(sshd, client_keys, kimi_model, venv_full,
+                                                                      tmp_path: Path) -> None:
+    kind, blob = sshd.known_hosts_line.split()[1:3]
+    ca_kind, ca_blob = _keypair(tmp_path, "ca")
+    path = tmp_path / "known_hosts"
+    path.write_text("\n".join([
+        f"@cert-authority * {ca_kind} {ca_blob}",
+        f"other.lab {kind} AAAA====broken",
+        f"{hashed_name(f'[{sshd.address}]:{sshd.port}', os.urandom(20))} {kind} {blob}",
+    ]) + "\n")
+    result = _cli_probe(sshd, client_keys, kimi_model, venv_full, "--known-hosts", str(path),
+                        "--ssh-config", "/dev/null")
+    assert result.code == 0, result.stderr[-3000:]
+    assert result.json()["target"]["scheme"] == "ssh"
+    warnings = [line for line in result.stderr.splitlines() if line.startswith("warning: ")]
+    assert len([w for w in warnings if w.startswith(f"warning: {path}:2: ") and "base64" in w]) == 1, warnings
+    assert len([w for w in warnings if w.startswith(f"warning: {path}:1: ") and "@cert-authority" in w]) == 1
+    assert not [line for line in result.stderr.splitlines() if line.startswith("error: ")], result.stderr
+
+
+def test_cli_revoked_key_is_exit_3_with_one_error_and_fix(sshd, client_keys, kimi_model, venv_full,
+                                                         tmp_path: Path) -> None:
+    kind, blob = sshd.known_hosts_line.split()[1:3]
+    path = tmp_path / "known_hosts"
+    path.write_text(sshd.known_hosts_line + f"@revoked * {kind} {blob}\n")
+    result = _cli_probe(sshd, client_keys, kimi_model, venv_full, "--known-hosts", str(path),
+                        "--ssh-config", "/dev/null")
+    lines = result.stderr.splitlines()
+    assert result.code == 3, result.stderr
+    assert len([x for x in lines if x.startswith("error: ")]) == 1 and "@revoked" in result.stderr, result.stderr
+    assert len([x for x in lines if x.startswith("fix: ")]) == 1 and "Traceback" not in result.stderr
+
+
+def test_cli_honours_ssh_config_known_hosts_files(sshd, client_keys, kimi_model, venv_full, tmp_path: Path) -> None:
+    user_file, global_file = tmp_path / "user_known_hosts", tmp_path / "global_known_hosts"
+    user_file.write_text("")
+    global_file.write_text(sshd.known_hosts_line)
+    config = tmp_path / "ssh_config"
+    config.write_text(f"Host {sshd.address}\n  UserKnownHostsFile {user_file}\n  GlobalKnownHostsFile {global_file}\n")
+    result = _cli_probe(sshd, client_keys, kimi_model, venv_full, "--ssh-config", str(config), "--no-tokenizer")
+    assert result.code in (0, 1) and result.json()["target"]["host"] == sshd.address, result.stderr[-2000:]
+    global_file.write_text("")  # the key is in neither file now: unknown, refused, and the fix names the user file
+    refused = _cli_probe(sshd, client_keys, kimi_model, venv_full, "--ssh-config", str(config))
+    assert refused.code == 3 and str(user_file) in refused.stderr, refused.stderr

@@ -8,8 +8,8 @@ from introspect.cli.connect import ConnectionFlags, executor_for
 from introspect.errors import UsageError
 from introspect.inventory import parse_inventory
 from introspect.transport.base import Executor, Target
-from introspect.transport.local import LocalExecutor
 from introspect.transport.hostspec import parse_host
+from introspect.transport.local import LocalExecutor
 from introspect.transport.registry import TRANSPORTS, create_executor, executor_class
 from introspect.transport.settings import ConnectionSettings
 from introspect.transport.ssh import SSHExecutor
