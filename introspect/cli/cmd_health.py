@@ -82,12 +82,18 @@ STATUS_STYLE = {"pass": "green", "fail": "bold red", "warn": "yellow", "info": "
               help="ssh_config file to read instead of ~/.ssh/config and /etc/ssh/ssh_config.")
 @click.option("--connect-timeout", type=click.FloatRange(min=0, min_open=True), default=None,
               help="Seconds for TCP connect (default: defaults.connect_timeout in the inventory, 5).")
+@click.option("--transport", type=click.Choice(["openssh", "ssh"]), default=None,
+              help="Transport for entries whose address is a bare name (default ssh; url: entries name their own).")
+@click.option("--ssh-option", "ssh_options", multiple=True, metavar="KEY=VALUE",
+              help="openssh: passed as ssh -o KEY=VALUE (repeatable).")
+@click.option("--control-persist", metavar="TIME", help="openssh: keep each ControlMaster for TIME after the run.")
 @click.option("--timeout", type=click.FloatRange(min=0, min_open=True), default=None,
               help="Seconds for each remote check task, tokenizer loads included "
                    "(default: defaults.probe_timeout in the inventory, 120).")
 def health(hosts_file: str | None, only: tuple[str, ...], tags: tuple[str, ...], parallel: int | None,
            as_json: bool, prom: str | None, db: str | None, known_hosts: str | None, accept_new: bool,
-           ssh_config: str | None, connect_timeout: float | None, timeout: float | None) -> int:
+           ssh_config: str | None, connect_timeout: float | None, transport: str | None,
+           ssh_options: tuple[str, ...], control_persist: str | None, timeout: float | None) -> int:
     """Check the venvs of every host in the inventory: packages, imports, tokenizers, disk, GPUs."""
     inventory = load_inventory_for(hosts_file, required=True)
     assert inventory is not None
@@ -95,7 +101,8 @@ def health(hosts_file: str | None, only: tuple[str, ...], tags: tuple[str, ...],
     _check_prom_path(prom)
     flags = ConnectionFlags(host=None, port=None, user=None, identity=None, jump=None, known_hosts=known_hosts,
                             accept_new=accept_new, ssh_config=ssh_config, connect_timeout=connect_timeout,
-                            hosts_file=hosts_file)
+                            hosts_file=hosts_file, transport=transport, ssh_options=ssh_options,
+                            control_persist=control_persist)
     known = known_hosts_for(flags, inventory)  # parsed once, shared by every connection
     options = HealthOptions(probe_timeout=timeout or inventory.defaults.probe_timeout)
     workers = parallel or inventory.defaults.parallel
