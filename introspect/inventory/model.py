@@ -68,7 +68,7 @@ class HostEntry:
     name: str
     address: str
     port: int | None = None
-    url: str | None = None  # a host spec URL (openssh://, podman://...); wins over address
+    url: str | None = None  # a host spec URL (openssh://, podman://...); given instead of address
     user: str | None = None
     identity: str | None = None
     jump: str | None = None

@@ -117,6 +117,10 @@ class SSHExecutor(Executor):
     def from_settings(cls, settings: ConnectionSettings) -> SSHExecutor:
         if not settings.host:
             raise UsageError("an SSH target needs a host", hint="pass --host [user@]HOST")
+        if settings.ssh_options or settings.control_persist:
+            # paramiko has no -o or ControlPersist: a flag silently ignored would mislead.
+            raise UsageError(f"--ssh-option and --control-persist apply to openssh://, not to ssh:// ({settings.host})",
+                             hint="add --transport openssh, or write the host as openssh://HOST")
         ssh = SSHTarget(host=settings.host, port=settings.port, user=settings.user, identity=settings.identity,
                         jump=settings.jump, connect_timeout=settings.connect_timeout or DEFAULT_CONNECT_TIMEOUT,
                         banner_timeout=settings.banner_timeout, auth_timeout=settings.auth_timeout,

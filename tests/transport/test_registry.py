@@ -105,3 +105,9 @@ def test_unknown_scheme_through_the_cli() -> None:
     lines = result.stderr.splitlines()
     assert any(line.startswith("error: unknown transport 'telnet'") for line in lines), result.stderr
     assert any(line.startswith("fix: ") for line in lines) and "Traceback" not in result.stderr
+
+
+def test_openssh_flags_on_a_paramiko_host_are_refused() -> None:
+    with pytest.raises(UsageError) as info:
+        executor_for(_flags(host="gpu-a1", ssh_options=("ServerAliveInterval=7",)), None)
+    assert "openssh://" in info.value.message and "--transport openssh" in (info.value.hint or "")
