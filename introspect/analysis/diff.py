@@ -24,6 +24,7 @@ import difflib
 from collections.abc import Callable, Iterable
 from typing import Any
 
+from introspect.analysis.result import target_where
 from introspect.remote.contract import as_dict
 
 GROUPS = ("architecture", "tokenizer", "files", "environment")
@@ -198,7 +199,7 @@ def diff_environment(a: dict[str, Any], b: dict[str, Any]) -> dict[str, Any]:
 def _label(profile: dict[str, Any], default: str) -> str:
     target = as_dict(profile.get("target"))
     if target.get("model_path"):
-        return f"{target.get('host') or 'local'}:{target['model_path']}"
+        return f"{target_where(target)}:{target['model_path']}"
     return default
 
 

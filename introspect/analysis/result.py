@@ -7,6 +7,7 @@ TypedDicts; findings are :class:`~introspect.analysis.findings.Finding` records.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, TypedDict
 
@@ -30,6 +31,16 @@ class TargetSection(_TargetKeys, total=False):
     and ``container`` (container, pod or VM) only where the transport reached one."""
 
     container: str
+
+
+def target_where(target: Mapping[str, Any]) -> str:
+    """How reports name where a profile was taken: the host for SSH (as always),
+    ``scheme://container[@host]`` for container transports, else ``local``."""
+    container = target.get("container")
+    if container:
+        host = target.get("host")
+        return f"{target.get('scheme')}://{container}" + (f"@{host}" if host else "")
+    return str(target.get("host") or "local")
 
 
 class EnvironmentSection(TypedDict):

@@ -13,6 +13,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from introspect.analysis.result import target_where
 from introspect.remote.contract import as_dict
 
 SEVERITY_STYLE = {"error": "bold red", "warning": "yellow", "info": "cyan"}
@@ -61,7 +62,7 @@ def _row(table: Table, key: str, value: Any) -> None:
 def model_section(profile: dict[str, Any]) -> Table:
     target, arch, files = as_dict(profile.get("target")), as_dict(profile.get("architecture")), as_dict(profile.get("files"))
     table = _kv("Model")
-    where = target.get("host") or "local"
+    where = target_where(target)
     _row(table, "path", f"{where}:{target.get('model_path')}")
     if files.get("real_path") and files.get("real_path") != target.get("model_path"):
         _row(table, "resolves to", files.get("real_path"))

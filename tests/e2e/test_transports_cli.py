@@ -157,3 +157,10 @@ def test_diff_takes_url_operands(openssh, sshd, kimi_model, in_container) -> Non
     result = _ok(run_cli("diff", a, b, "--ssh-config", openssh[3], "--python", "/usr/bin/python3",
                          "--no-tokenizer", "--json"), 0, 1)
     assert "model_type" in result.stdout
+
+
+def test_the_report_names_the_container_not_local(in_container) -> None:
+    result = _ok(run_cli("probe", "--host", in_container["host"], "--model", str(in_container["model"]),
+                         "--python", "/usr/bin/python3", env={"COLUMNS": "400"}), 0, 1)
+    assert f"{in_container['host']}:{in_container['model']}" in result.stdout, result.stdout[:3000]
+    assert f"local:{in_container['model']}" not in result.stdout
