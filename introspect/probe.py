@@ -111,7 +111,7 @@ def _collect(futures: dict[str, concurrent.futures.Future[ProbeReply]], raw: dic
             raw.setdefault("python", reply.python)
         if task == "model" and isinstance(reply.facts, dict):
             for key in ("files", "tokenizer_files", "safetensors", "drafters", "environment", "hashes",
-                        "fingerprint"):
+                        "fingerprint", "engines", "gpus"):
                 raw[key] = reply.facts.get(key)
             raw["timings"].update({f"model.{k}": v for k, v in (reply.facts.get("timings") or {}).items()})
         elif task == "tokenizer":

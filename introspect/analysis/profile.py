@@ -10,6 +10,7 @@ from typing import Any
 
 from introspect.analysis.architecture import analyze_architecture
 from introspect.analysis.findings import finding, pip_fix
+from introspect.analysis.serving import serving_sections
 from introspect.analysis.tokenizer import analyze_tokenizer
 
 PROFILE_SCHEMA = "introspect.profile/v1"
@@ -131,6 +132,10 @@ def build_profile(raw: dict[str, Any]) -> dict[str, Any]:
     already |= {pkg.lower() for f in tok_findings for pkg in f.get("packages", [])}
     findings += _missing_module_findings(environment, target, already)
     findings += arch_findings
+    serving, drafter_plan, serving_findings = serving_sections(raw, architecture, tokenizer)
+    findings += serving_findings
+    if isinstance(architecture, dict) and isinstance(architecture.get("speculative"), dict):
+        architecture["speculative"]["drafter_plan"] = drafter_plan
     if raw.get("fatal"):
         fatal = raw["fatal"]
         findings.append(finding("error", "connection", str(fatal.get("message")), fatal.get("hint")))
@@ -151,6 +156,7 @@ def build_profile(raw: dict[str, Any]) -> dict[str, Any]:
             "safetensors_bytes_read": _dict(raw.get("safetensors")).get("bytes_read"),
             "hashes": raw.get("hashes") if isinstance(raw.get("hashes"), dict) else None,
         },
+        **serving,
         "findings": _dedupe(findings),
         "timings": timings,
         "cache": _dict(raw.get("cache")) or None,
