@@ -85,6 +85,10 @@ def _int(value: Any) -> int | None:
     return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
+def _gib(value: int) -> str:
+    return f"{value / 2**30:.1f} GiB"
+
+
 def weight_bytes_per_gpu(weights: dict[str, int], tp: int, pp: int) -> int:
     layers = (weights.get("experts", 0) + weights.get("tensor_parallel", 0)) / tp + weights.get("replicated", 0)
     first = weights.get("embedding", 0) / tp + weights.get("vision", 0)
@@ -157,8 +161,8 @@ def layout(shape: Shape, weights: dict[str, int], budget: GpuBudget, fraction: f
     replicas = budget.count // used
     reasons = [f"{c['check']}: {c['detail']}" for c in checks if not c["ok"]]
     if room <= 0:
-        reasons.append(f"weights {per_gpu} B per GPU exceed the usable {usable} B ({fraction:g} of "
-                       f"{budget.memory_bytes} B)")
+        reasons.append(f"weights {_gib(per_gpu)} per GPU > usable {_gib(usable)} ({fraction:g} x "
+                       f"{_gib(budget.memory_bytes)})")
     out = {"name": " ".join([f"TP{tp}"] + ([f"EP{ep}"] if ep > 1 else []) + ([f"PP{pp}"] if pp > 1 else [])),
            "tp": tp, "ep": ep, "pp": pp, "gpus": used, "replicas": replicas,
            "weight_bytes_per_gpu": per_gpu, "usable_bytes_per_gpu": usable, "kv_room_bytes_per_gpu": max(room, 0),
