@@ -144,9 +144,10 @@ def analyze_engines(raw: Any, arch: dict[str, Any]) -> tuple[dict[str, Any], lis
     if not isinstance(raw, dict):
         return {"probed": False, "searched": [], "engines": []}, []
     engines = [describe_engine(e, arch) for e in raw.get("engines") or [] if isinstance(e, dict)]
-    section = {"probed": True, "searched": list(raw.get("searched") or []), "engines": engines}
+    searched = [str(name) for name in raw.get("searched") or []]
+    section = {"probed": True, "searched": searched, "engines": engines}
     if not engines:
-        return section, [finding("info", "engines-none", "no serving engine (" + ", ".join(section["searched"])
+        return section, [finding("info", "engines-none", "no serving engine (" + ", ".join(searched)
                                  + ") is installed for this interpreter", None)]
     findings: list[dict[str, Any]] = []
     for item in engines:

@@ -37,7 +37,7 @@ def analyze_gpus(raw: Any) -> tuple[dict[str, Any], list[dict[str, Any]]]:
     devices = [d for d in raw.get("devices") or [] if isinstance(d, dict)]
     names = Counter(str(d.get("name")) for d in devices)
     memories = [d["memory_total_mib"] for d in devices if isinstance(d.get("memory_total_mib"), int)]
-    section = {"probed": True, "available": bool(raw.get("available")), "reason": raw.get("reason"),
+    section: dict[str, Any] = {"probed": True, "available": bool(raw.get("available")), "reason": raw.get("reason"),
                "count": len(devices), "models": dict(names), "devices": devices,
                "memory_total_mib_min": min(memories) if memories else None,
                "driver_version": raw.get("driver_version"), "cuda_version": raw.get("cuda_version"),
@@ -53,7 +53,7 @@ def analyze_gpus(raw: Any) -> tuple[dict[str, Any], list[dict[str, Any]]]:
         findings.append(finding("warning", "gpus-mixed", "the host mixes GPU models: "
                                 + ", ".join(f"{n} x {name}" for name, n in names.items()),
                                 "pin the server to one model with CUDA_VISIBLE_DEVICES"))
-    inter = section["interconnect"]
+    inter = interconnect(raw.get("topology"))
     if inter and inter["summary"] != "NVLink" and len(devices) > 1:
         findings.append(finding("info", "gpus-pcie", f"GPU pairs are not all NVLink-connected ({inter['links']}): "
                                 "tensor parallelism across them is slow", None))

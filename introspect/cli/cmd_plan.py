@@ -26,6 +26,10 @@ _UNITS = {"": 1, "b": 1, "kb": 10**3, "mb": 10**6, "gb": 10**9, "tb": 10**12,
 _SIZE = re.compile(r"^\s*([0-9]+(?:\.[0-9]+)?)\s*([a-zA-Z]*)\s*$")
 
 
+def _d(value: Any) -> dict[str, Any]:
+    return value if isinstance(value, dict) else {}
+
+
 def parse_size(text: str) -> int:
     """"96GiB" -> bytes. GB/MB are decimal, GiB/MiB (and bare G/M) binary, a plain number is bytes."""
     found = _SIZE.match(text or "")
@@ -50,8 +54,8 @@ def read_profile(path: str) -> dict[str, Any]:
 
 
 def drafter_skeleton(profile: dict[str, Any], kind: str, draft_layers: int | None = None) -> dict[str, Any]:
-    arch = profile.get("architecture") if isinstance(profile.get("architecture"), dict) else {}
-    plan = (arch.get("speculative") or {}).get("drafter_plan") if isinstance(arch.get("speculative"), dict) else None
+    arch = _d(profile.get("architecture"))
+    plan = _d(arch.get("speculative")).get("drafter_plan")
     if not isinstance(plan, dict):
         raise InputError("the profile has no drafter plan (its layer count is unknown)",
                          hint="probe a model directory whose config.json gives num_hidden_layers")
@@ -84,8 +88,7 @@ def plan(profile_file: str, gpus: int | None, gpu_mem: str | None, mem_fraction:
          emit: tuple[str, str] | None, draft_layers: int | None) -> int:
     """Which TP / EP / PP layouts fit, with how much KV cache, from a saved profile."""
     profile = read_profile(profile_file)
-    saved = profile.get("plan") if isinstance(profile.get("plan"), dict) else {}
-    probed = saved.get("gpus") if isinstance(saved.get("gpus"), dict) else {}
+    probed = _d(_d(profile.get("plan")).get("gpus"))
     if (gpus is None or gpu_mem is None) and not probed:
         raise UsageError("the profile has no GPU facts", hint="pass --gpus N and --gpu-mem SIZE (e.g. 96GiB)")
     budget = GpuBudget(count=gpus or int(probed.get("count") or 0),

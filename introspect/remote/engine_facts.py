@@ -102,13 +102,15 @@ def _entry_classes(text: str) -> Optional[List[str]]:
         return None
     names = []  # type: List[str]
     for node in tree.body:
-        targets = node.targets if isinstance(node, ast.Assign) else (
-            [node.target] if isinstance(node, ast.AugAssign) else [])
-        if any(isinstance(t, ast.Name) and t.id == "EntryClass" for t in targets):
-            if isinstance(node, ast.Assign):
-                names = []
-            names.extend(_names(node.value))  # type: ignore[union-attr]
+        if isinstance(node, ast.Assign) and any(_is_entry(t) for t in node.targets):
+            names = _names(node.value)
+        elif isinstance(node, ast.AugAssign) and _is_entry(node.target):
+            names.extend(_names(node.value))
     return names
+
+
+def _is_entry(target: Any) -> bool:
+    return isinstance(target, ast.Name) and target.id == "EntryClass"
 
 
 def sglang_architectures(root: str, deadline: float) -> Tuple[Optional[Dict[str, Any]], List[str]]:
@@ -138,7 +140,7 @@ def sglang_architectures(root: str, deadline: float) -> Tuple[Optional[Dict[str,
 def _enum_members(tree: ast.Module, class_name: str) -> Optional[List[str]]:
     for node in tree.body:
         if isinstance(node, ast.ClassDef) and node.name == class_name:
-            out = []
+            out = []  # type: List[str]
             for item in node.body:
                 if isinstance(item, ast.Assign):
                     out.extend(t.id for t in item.targets if isinstance(t, ast.Name) and t.id.isupper())
@@ -245,9 +247,9 @@ def _literal_values(node: Any, scope: Dict[str, Any], depth: int = 0) -> List[st
     if isinstance(node, ast.Constant) and isinstance(node.value, str):
         return [node.value]
     if isinstance(node, ast.Subscript):
-        inner = node.slice
+        inner = node.slice  # type: Any
         if type(inner).__name__ == "Index":  # Python 3.8 wraps the slice in ast.Index
-            inner = inner.value  # type: ignore[attr-defined]
+            inner = inner.value
         items = inner.elts if isinstance(inner, ast.Tuple) else [inner]
         out = []  # type: List[str]
         for item in items:
