@@ -85,12 +85,13 @@ def _layout_table(layouts: list[Any]) -> Table:
         item = _d(item)
         tokens = item.get("kv_tokens_per_gpu")
         replicas = item.get("replicas") or 1
-        shown = f"{tokens:,}" if isinstance(tokens, int) else "-"
-        if isinstance(tokens, int) and replicas > 1:
+        fitting = bool(item.get("fits"))
+        shown = f"{tokens:,}" if isinstance(tokens, int) and fitting else "-"
+        if fitting and isinstance(tokens, int) and replicas > 1:
             shown += f" (x{replicas} = {item.get('kv_tokens_total'):,})"
-        fits = "[green]fits[/green]" if item.get("fits") else "[red]no[/red]: " + escape("; ".join(item.get("reasons") or []))
+        fits = "[green]fits[/green]" if fitting else "[red]no[/red]: " + escape("; ".join(item.get("reasons") or []))
         table.add_row(str(item.get("name")), str(item.get("gpus")), human_bytes(item.get("weight_bytes_per_gpu")),
-                      human_bytes(item.get("kv_room_bytes_per_gpu")), shown, fits)
+                      human_bytes(item.get("kv_room_bytes_per_gpu")) if fitting else "-", shown, fits)
     return table
 
 

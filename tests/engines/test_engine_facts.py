@@ -119,14 +119,18 @@ def test_unregistered_architecture_is_a_finding(engines_python: Path, kimi_model
     assert ("engine-architecture", "warning") in codes
 
 
-def test_report_has_engine_section(engines_python: Path, kimi_model: Path) -> None:
+def test_report_has_engine_gpu_and_plan_sections(engines_python: Path, kimi_model: Path, tmp_path: Path) -> None:
+    # PATH is an empty dir: no nvidia-smi on any host (the interpreter is named by its path).
     result = run_cli("probe", "--model", str(kimi_model), "--python", str(engines_python), "--no-tokenizer",
-                     env={"COLUMNS": "200"})
+                     env={"COLUMNS": "200", "PATH": str(tmp_path)})
     engines = result.stdout.split("Engines", 1)[1].split("GPUs", 1)[0]
     assert f"sglang {SGLANG_VERSION}" in engines and f"vllm {VLLM_VERSION}" in engines
     assert "KimiK25ForConditionalGeneration: yes (sglang.srt.models.kimi_k25)" in engines
     assert "DFlash yes, EAGLE-3 yes" in engines
     assert "compressed-tensors: yes" in engines
+    gpus, plan = result.stdout.split("GPUs", 1)[1].split("Plan", 1)
+    assert "none (nvidia-smi is not on PATH)" in gpus
+    assert "target_layer_ids [1, 12, 24, 35, 47, 58]" in plan.split("Findings", 1)[0]
 
 
 def test_no_engine_installed_is_a_fact(kimi_model: Path) -> None:

@@ -118,3 +118,17 @@ def test_missing_nvidia_smi_through_the_real_probe(kimi_model: Path, tmp_path: P
     assert any(f["code"] == "gpus-none" and f["severity"] == "info" for f in profile["findings"])
     # This fixture has no shards, so the plan says why it has no layouts.
     assert profile["plan"]["layouts"] == [] and "weight bytes are unknown" in profile["plan"]["reason"]
+
+
+def test_gpus_section_of_the_report(tmp_path: Path) -> None:
+    from rich.console import Console
+
+    from introspect.cli.render_serving import gpus_section
+
+    exe = _fake_nvidia_smi(tmp_path, smi.H100_CSV, smi.HEADER_550, smi.H100_TOPO)
+    section, _ = analyze_gpus(collect_gpus(str(exe))[0])
+    console = Console(width=120, record=True, highlight=False)
+    console.print(gpus_section({"gpus": section}))
+    text = console.export_text()
+    assert "8 x NVIDIA H100 80GB HBM3" in text and "79.6 GiB each (smallest)" in text
+    assert "550.54.15 / 12.4" in text and "NVLink (NV18 x56)" in text
