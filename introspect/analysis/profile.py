@@ -132,10 +132,8 @@ def build_profile(raw: dict[str, Any]) -> dict[str, Any]:
     already |= {pkg.lower() for f in tok_findings for pkg in f.get("packages", [])}
     findings += _missing_module_findings(environment, target, already)
     findings += arch_findings
-    serving, drafter_plan, serving_findings = serving_sections(raw, architecture, tokenizer)
+    serving, serving_findings = serving_sections(raw, architecture, tokenizer)  # also adds the drafter plan
     findings += serving_findings
-    if isinstance(architecture, dict) and isinstance(architecture.get("speculative"), dict):
-        architecture["speculative"]["drafter_plan"] = drafter_plan
     if raw.get("fatal"):
         fatal = raw["fatal"]
         findings.append(finding("error", "connection", str(fatal.get("message")), fatal.get("hint")))

@@ -21,8 +21,9 @@ def _d(value: Any) -> dict[str, Any]:
 
 
 def serving_sections(raw: dict[str, Any], architecture: Any, tokenizer: Any
-                     ) -> tuple[dict[str, Any], dict[str, Any] | None, list[dict[str, Any]]]:
-    """({"engines", "gpus", "plan"}, drafter plan for architecture.speculative, findings)."""
+                     ) -> tuple[dict[str, Any], list[dict[str, Any]]]:
+    """({"engines", "gpus", "plan"}, findings); the drafter plan goes into the
+    profile's own ``architecture.speculative`` (the section being built)."""
     arch = _d(architecture)
     engines, engine_findings = analyze_engines(raw.get("engines"), arch)
     gpus, gpu_findings = analyze_gpus(raw.get("gpus"))
@@ -32,7 +33,9 @@ def serving_sections(raw: dict[str, Any], architecture: Any, tokenizer: Any
     drafters = drafter_plan(arch, tokenizer, _d(raw.get("files")).get("generation_config"))
     findings = engine_findings + gpu_findings
     findings += check_drafters(drafters, _d(arch.get("speculative")).get("drafters"))
-    return {"engines": engines, "gpus": gpus, "plan": plan}, drafters, findings
+    if isinstance(arch.get("speculative"), dict):
+        arch["speculative"]["drafter_plan"] = drafters
+    return {"engines": engines, "gpus": gpus, "plan": plan}, findings
 
 
 def replan(profile: dict[str, Any], budget: GpuBudget, fraction: float = DEFAULT_FRACTION) -> dict[str, Any]:
