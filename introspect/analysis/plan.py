@@ -176,6 +176,18 @@ def layout(shape: Shape, weights: dict[str, int], budget: GpuBudget, fraction: f
     return out
 
 
+def _kv_rule(shape: Shape, kv: dict[str, Any]) -> str:
+    rule = ("MLA: the compressed latent is stored whole on every TP rank" if shape.attention_type == "MLA"
+            else "KV heads split over TP (replicated when TP exceeds them)")
+    if kv.get("sliding_window_cap"):
+        rule += (f"; sliding-window layers counted at the full rate (they stop growing past "
+                 f"{kv['sliding_window_cap']} tokens, so this is a lower bound on tokens)")
+    if shape.state_bytes_per_sequence:
+        rule += (f"; recurrent layers keep {shape.state_bytes_per_sequence} B per sequence instead "
+                 "(state_sequences_per_gpu: sequences whose state fits)")
+    return rule
+
+
 def plan_section(arch: dict[str, Any], weights: dict[str, Any] | None, budget: GpuBudget | None,
                  fraction: float = DEFAULT_FRACTION) -> dict[str, Any]:
     """The ``plan`` section: weights, GPUs, every candidate layout, the first that fits."""
@@ -189,8 +201,7 @@ def plan_section(arch: dict[str, Any], weights: dict[str, Any] | None, budget: G
         return out
     shape = Shape.of(arch)
     split = {k: int(v) for k, v in _d(weights.get("bytes")).items() if isinstance(v, int)}
-    out["kv_rule"] = ("MLA: the compressed latent is stored whole on every TP rank" if shape.attention_type == "MLA"
-                      else "KV heads split over TP (replicated when TP exceeds them)")
+    out["kv_rule"] = _kv_rule(shape, _d(arch.get("kv_cache")))
     out["layouts"] = [layout(shape, split, budget, fraction, tp, ep, pp)
                       for tp, ep, pp in candidate_layouts(shape, budget.count)]
     fitting = [item for item in out["layouts"] if item["fits"]]

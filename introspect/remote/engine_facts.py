@@ -273,8 +273,15 @@ def vllm_speculative(root: str) -> Tuple[Optional[Dict[str, Any]], List[str]]:
 
 
 def vllm_quantization(root: str) -> Tuple[Optional[Dict[str, Any]], List[str]]:
-    fact, notes = _literal_fact(root, "model_executor/layers/quantization/__init__.py",
-                                "QuantizationMethods", "methods")
+    rel = "model_executor/layers/quantization/__init__.py"
+    fact, notes = _literal_fact(root, rel, "QuantizationMethods", "methods")
+    if fact is None:
+        # Older releases (0.6 and before) keyed a QUANTIZATION_METHODS dict instead of a Literal.
+        text = _read(os.path.join(root, *rel.split("/")))
+        tree = _parse(text) if text is not None else None
+        keys = _str_keys(_module_assignments(tree).get("QUANTIZATION_METHODS")) if tree is not None else []
+        if keys:
+            fact, notes = {"source": rel, "methods": keys}, []
     if fact is not None:
         fact["conditional"] = {}
     return fact, notes

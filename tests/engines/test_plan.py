@@ -154,3 +154,30 @@ def test_no_weights_or_no_gpus_say_why() -> None:
     arch = _qwen_arch()
     assert "weight bytes are unknown" in plan_section(arch, None, GpuBudget(8, 80 * GIB))["reason"]
     assert "--gpus N --gpu-mem SIZE" in plan_section(arch, {"bytes": {}}, None)["reason"]
+
+
+def _family_arch(name: str) -> dict:
+    config = json.loads((DATA / "families" / f"{name}.json").read_text())["config"]
+    return build_profile(config_raw(name, config))["architecture"]
+
+
+def test_hybrid_layers_use_the_profiles_kv_and_state_rules() -> None:
+    """Qwen3.5-397B-A17B (tests/data/families/qwen3.5-397b-a17b.json): linear-attention (GDN) layers
+    keep a fixed state per sequence; only its full-attention layers grow with tokens."""
+    arch = _family_arch("qwen3.5-397b-a17b")
+    kv = arch["kv_cache"]
+    assert kv["state_bytes_per_sequence"] > 0 and kv["bytes_per_token"] == kv["per_kind"]["full_attention"]["bytes_per_token"]
+    plan = plan_section(arch, {"bytes": {"experts": 700 * GIB, "tensor_parallel": 40 * GIB}},
+                        GpuBudget(count=8, memory_bytes=141 * GIB))
+    tp8 = {item["name"]: item for item in plan["layouts"]}["TP8 EP8"]
+    room = tp8["kv_room_bytes_per_gpu"]
+    assert tp8["state_sequences_per_gpu"] == room // kv["state_bytes_per_sequence"]
+    assert "recurrent layers keep" in plan["kv_rule"]
+
+
+def test_sliding_layers_are_named_in_the_rule() -> None:
+    arch = _family_arch("gemma-2-9b")
+    assert arch["kv_cache"]["sliding_window_cap"] == 4096
+    plan = plan_section(arch, {"bytes": {"tensor_parallel": 18 * GIB}}, GpuBudget(count=1, memory_bytes=80 * GIB))
+    assert "stop growing past 4096 tokens" in plan["kv_rule"]
+    assert plan["layouts"][0]["kv_bytes_per_token_per_gpu"] == arch["kv_cache"]["bytes_per_token"]
