@@ -66,9 +66,14 @@ def _drafters(classes: dict[str, Any], tokens: list[str]) -> tuple[list[dict[str
             generic.append(name)
             continue
         haystack = _norm(name) + " " + _norm(module.rsplit(".", 1)[-1])
-        if any(token in haystack for token in tokens):
-            family.append({"class": name, "kind": drafter_kind(name), "module": module,
+        hits = [token for token in tokens if token in haystack]
+        if hits:
+            # "model": a versioned name of this model (kimik25, deepseekv3) in the class or module;
+            # "family": only the family word (deepseek), e.g. another generation's MTP head.
+            match = "model" if any(any(c.isdigit() for c in token) for token in hits) else "family"
+            family.append({"class": name, "kind": drafter_kind(name), "match": match, "module": module,
                            "file": _d(info).get("file")})
+    family.sort(key=lambda item: (item["match"] != "model", item["class"]))
     return family, generic
 
 

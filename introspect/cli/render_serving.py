@@ -34,7 +34,8 @@ def _engine_rows(table: Table, engine: dict[str, Any]) -> None:
     if spec:
         table.add_row("  speculative", f"DFlash {_yes(spec.get('dflash'))}, EAGLE-3 {_yes(spec.get('eagle3'))}; "
                       + escape(", ".join(spec.get("algorithms") or [])))
-    drafters = [f"{d.get('class')} ({d.get('kind')})" for d in engine.get("drafters") or []]
+    drafters = [f"{d.get('class')} ({d.get('kind')}{', same family' if d.get('match') == 'family' else ''})"
+                for d in engine.get("drafters") or []]
     drafters += [f"{name} (generic)" for name in engine.get("generic_drafters") or []]
     _row(table, "  drafter classes", ", ".join(drafters) or "none for this family")
     quant = _d(engine.get("quantization"))

@@ -85,7 +85,10 @@ def test_sglang_registers_kimi_and_defines_dflash(engines_profile: dict) -> None
     drafters = {d["class"]: d for d in sglang["drafters"]}
     assert drafters["Eagle3DeepseekV2ForCausalLM"]["file"] == "srt/models/kimi_k25_eagle3.py"
     assert drafters["Eagle3DeepseekV2ForCausalLM"]["kind"] == "eagle3"
+    assert drafters["Eagle3DeepseekV2ForCausalLM"]["match"] == "model"  # kimi_k25_eagle3.py names the model
     assert drafters["DeepseekV3ForCausalLMNextN"]["kind"] == "mtp"
+    assert drafters["DeepseekV3ForCausalLMNextN"]["match"] == "model"
+    assert drafters["DeepseekV4ForCausalLMNextN"]["match"] == "family"  # another DeepSeek generation's head
     assert "LlamaForCausalLMEagle3" not in drafters  # another family's head
     assert "DFlashDraftModel" in sglang["generic_drafters"]
     quant = sglang["quantization"]
