@@ -167,3 +167,24 @@ def test_unknown_layout_degrades_to_version_only(tmp_path: Path) -> None:
     assert any("srt/models" in note for note in engine["notes"])
     assert [f["code"] for f in out["findings"]] == ["engine-version-only"]
     assert out["findings"][0]["severity"] == "info" and out["errors"] == []
+
+
+def test_same_facts_under_python38(engines_python: Path) -> None:
+    """The remote floor is Python 3.8: its ast reads the engines' sources the same way."""
+    from tests.remote.test_files_probe import _python38
+
+    exe = _python38()
+    if exe is None:
+        pytest.skip("no Python 3.8 interpreter here (set INTROSPECT_PY38)")
+    site = next((engines_python.parent.parent / "lib").glob("python3*/site-packages"))
+    script = ("import json, sys\nfrom introspect.remote.engine_facts import collect_engines\n"
+              "facts, errors = collect_engines()\nprint(json.dumps([list(sys.version_info[:2]), facts, errors]))\n")
+    runs = []
+    for python in (exe, str(engines_python)):
+        proc = subprocess.run([python, "-B", "-c", script], capture_output=True, text=True, timeout=120, check=False,
+                              env=dict(os.environ, PYTHONPATH=f"{site}{os.pathsep}{REPO}"))
+        assert proc.returncode == 0, proc.stderr
+        runs.append(json.loads(proc.stdout))
+    (v38, facts38, errors38), (_, facts, _) = runs
+    assert v38 == [3, 8] and errors38 == []
+    assert facts38 == facts and len(facts["engines"]) == 2

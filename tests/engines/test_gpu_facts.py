@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import json
 import stat
+import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 from introspect.analysis.gpus import analyze_gpus, budget_from
 from introspect.remote.gpu_facts import collect_gpus, parse_query_csv, parse_topology
-from tests.conftest import run_cli
+from tests.conftest import REPO, run_cli
 from tests.engines import nvidia_smi_outputs as smi
 
 
@@ -132,3 +135,18 @@ def test_gpus_section_of_the_report(tmp_path: Path) -> None:
     text = console.export_text()
     assert "8 x NVIDIA H100 80GB HBM3" in text and "79.6 GiB each (smallest)" in text
     assert "550.54.15 / 12.4" in text and "NVLink (NV18 x56)" in text
+
+
+def test_same_gpu_facts_under_python38(tmp_path: Path) -> None:
+    from tests.remote.test_files_probe import _python38
+
+    exe = _python38()
+    if exe is None:
+        pytest.skip("no Python 3.8 interpreter here (set INTROSPECT_PY38)")
+    smi_exe = _fake_nvidia_smi(tmp_path, smi.H200_CSV, smi.HEADER_560, smi.H100_TOPO)
+    script = ("import json, sys\nfrom introspect.remote.gpu_facts import collect_gpus\n"
+              "print(json.dumps(collect_gpus(sys.argv[1])))\n")
+    proc = subprocess.run([exe, "-B", "-c", script, str(smi_exe)], capture_output=True, text=True, timeout=60,
+                          check=False, env={"PYTHONPATH": str(REPO), "PATH": "/usr/bin:/bin"})
+    assert proc.returncode == 0, proc.stderr
+    assert json.loads(proc.stdout) == json.loads(json.dumps(collect_gpus(str(smi_exe))))
