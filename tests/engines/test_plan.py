@@ -181,3 +181,24 @@ def test_sliding_layers_are_named_in_the_rule() -> None:
     plan = plan_section(arch, {"bytes": {"tensor_parallel": 18 * GIB}}, GpuBudget(count=1, memory_bytes=80 * GIB))
     assert "stop growing past 4096 tokens" in plan["kv_rule"]
     assert plan["layouts"][0]["kv_bytes_per_token_per_gpu"] == arch["kv_cache"]["bytes_per_token"]
+
+
+def test_probed_gpus_give_the_profile_its_plan(tmp_path: Path) -> None:
+    """Raw facts of the 8-shard Kimi-like probe (tests/data/golden/raw) plus eight H200s from nvidia-smi."""
+    from introspect.remote.gpu_facts import parse_query_csv
+    from tests.engines.nvidia_smi_outputs import H200_CSV
+    from tests.golden.cases import GOLDEN
+
+    raw = json.loads((GOLDEN / "raw" / "kimi-k25-int4-8shards.json").read_text())
+    raw["gpus"] = {"available": True, "count": 8, "devices": parse_query_csv(H200_CSV), "driver_version": "560.35.03",
+                   "cuda_version": "12.6", "topology": None, "error": None}
+    profile = build_profile(raw)
+    plan = profile["plan"]
+    assert plan["gpus"] == {"count": 8, "memory_bytes": 143771 * 2**20, "name": "NVIDIA H200", "source": "nvidia-smi"}
+    tp8 = {item["name"]: item for item in plan["layouts"]}["TP8"]
+    usable = int(143771 * 2**20 * 0.9)
+    assert tp8["weight_bytes_per_gpu"] == per_gpu(8)  # 8 shards or 64: the same stored bytes
+    assert tp8["kv_tokens_per_gpu"] == (usable - per_gpu(8)) // KV_PER_TOKEN
+    saved = tmp_path / "profile.json"
+    saved.write_text(json.dumps(profile))
+    assert _plan(saved)["layouts"] == plan["layouts"]  # no flags: the probed GPUs
