@@ -1,11 +1,12 @@
 """GPU facts for ``probe``: ``nvidia-smi`` queries, each bounded by a timeout.
 
-Standard library only, Python 3.8+. The bounded runner and the basic CSV parser
-are health_probe's (``introspect health`` asks the same tool); this module adds
+Standard library only, Python 3.8+. The basic CSV parser (and the field parsing)
+is health_probe's (``introspect health`` asks the same tool); this module adds
 the PCI bus id and compute capability, the CUDA version and ``topo -m``.
 
-``collect_gpus()`` returns ``(facts, errors)``; a host without ``nvidia-smi`` is a
-fact, not an error::
+``collect_gpus()`` returns ``(facts, [])``: a host without ``nvidia-smi`` is a fact,
+and so is a failing one (``error``, which the profile turns into a warning, not
+an error of the model probe)::
 
     {"available": false, "reason": "nvidia-smi is not on PATH"}
     {"available": true, "count": 8, "driver_version": "550.54.15", "cuda_version": "12.4",
@@ -21,12 +22,13 @@ from __future__ import annotations
 
 import re
 import shutil
+import subprocess
 from typing import Any, Dict, List, Optional, Tuple
 
 from introspect.remote import health_probe
 
 PROBE = "gpus"
-TIMEOUT = 15.0
+TIMEOUT = 10.0  # per call; at most four calls (query, older-driver query, header, topo)
 FIELDS = ("index", "name", "memory.total", "memory.used", "driver_version", "pci.bus_id", "compute_cap")
 BASIC_FIELDS = ("index", "name", "memory.used", "memory.total", "driver_version")  # health_probe's query
 _KEYS = {"memory.total": "memory_total_mib", "memory.used": "memory_used_mib", "pci.bus_id": "pci_bus_id"}
@@ -86,12 +88,19 @@ def parse_topology(text: str) -> Optional[Dict[str, Any]]:
 
 
 def _run(argv: List[str]) -> Tuple[Optional[str], Optional[Dict[str, str]]]:
+    # Not health_probe's _run_bounded: that one starts its own session (for imports), which
+    # the model task's group kill at its deadline would miss. Here nvidia-smi stays in the
+    # task's process group, and subprocess.run kills it at its own timeout.
     try:
-        code, out, err, timed_out = health_probe._run_bounded(argv, TIMEOUT)
+        proc = subprocess.run(argv, stdin=subprocess.DEVNULL, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                              timeout=TIMEOUT, check=False)
+    except subprocess.TimeoutExpired:
+        return None, {"type": "timeout", "message": "%s did not answer within %gs" % (" ".join(argv[1:]), TIMEOUT)}
     except Exception as exc:
         return None, {"type": type(exc).__name__, "message": str(exc)}
-    if timed_out:
-        return None, {"type": "timeout", "message": "%s did not answer within %gs" % (" ".join(argv[1:]), TIMEOUT)}
+    code = proc.returncode
+    out = proc.stdout.decode("utf-8", "replace")
+    err = proc.stderr.decode("utf-8", "replace")
     if code != 0:
         # Typical: "NVIDIA-SMI has failed because it couldn't communicate with the driver".
         text = (err.strip() or out.strip() or "exited with status %s" % code)[-2000:]
@@ -122,7 +131,6 @@ def collect_gpus(exe: Optional[str] = None) -> Tuple[Dict[str, Any], List[Dict[s
              "cuda_version": None, "topology": None, "error": problem}  # type: Dict[str, Any]
     if problem is not None:
         facts["reason"] = "nvidia-smi failed: %s" % problem["message"]
-        errors.append({"probe": PROBE, "type": problem["type"], "message": problem["message"]})
         return facts, errors
     if not devices:
         facts["reason"] = "nvidia-smi lists no GPU"

@@ -102,9 +102,21 @@ def test_failing_nvidia_smi_is_a_warning(tmp_path: Path) -> None:
     exe.chmod(0o755)
     facts, errors = collect_gpus(str(exe))
     assert facts["available"] is False and "couldn't communicate" in facts["reason"]
-    assert errors and errors[0]["type"] == "nvidia-smi-failed"
+    assert facts["error"]["type"] == "nvidia-smi-failed"
+    assert errors == []  # a host fact: a warning below, not an error of the model probe
     _, findings = analyze_gpus(facts)
-    assert [f["code"] for f in findings] == ["gpus-nvidia-smi"]
+    assert [(f["code"], f["severity"]) for f in findings] == [("gpus-nvidia-smi", "warning")]
+
+
+def test_hung_nvidia_smi_is_bounded(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from introspect.remote import gpu_facts
+
+    monkeypatch.setattr(gpu_facts, "TIMEOUT", 0.5)
+    exe = tmp_path / "nvidia-smi"
+    exe.write_text("#!/bin/sh\nexec sleep 30\n")
+    exe.chmod(0o755)
+    facts, errors = collect_gpus(str(exe))
+    assert facts["available"] is False and facts["error"]["type"] == "timeout" and errors == []
 
 
 def test_missing_nvidia_smi_through_the_real_probe(kimi_model: Path, tmp_path: Path) -> None:
