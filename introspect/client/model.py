@@ -38,7 +38,8 @@ if TYPE_CHECKING:
 
 DEFAULT_DEADLINE_S = 300.0
 # Sections of the model task's facts copied into the raw facts as they are.
-MODEL_SECTIONS = ("files", "tokenizer_files", "safetensors", "drafters", "environment", "hashes", "fingerprint")
+MODEL_SECTIONS = ("files", "tokenizer_files", "safetensors", "drafters", "environment", "hashes", "fingerprint",
+                  "engines", "gpus")
 
 
 @dataclasses.dataclass(frozen=True)

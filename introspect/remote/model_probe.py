@@ -48,9 +48,11 @@ class _Section(threading.Thread):
 def run(request: Dict[str, Any]) -> Dict[str, Any]:
     from introspect.remote import (
         discover_probe,
+        engine_facts,
         env_probe,
         files_probe,
         fingerprint,
+        gpu_facts,
         safetensors_probe,
         tokenizer_files,
     )
@@ -60,7 +62,7 @@ def run(request: Dict[str, Any]) -> Dict[str, Any]:
     max_header = int(request.get("max_header") or 100 * 1024 * 1024)
     deadline = time.time() + float(request.get("deadline") or 60)
     wanted = set(request.get("sections") or ["files", "tokenizer_files", "safetensors", "drafters",
-                                             "environment", "hashes"])
+                                             "environment", "hashes", "engines", "gpus"])
 
     collectors = {
         "files": lambda: files_probe.collect_files(path, json_cap=cap),
@@ -69,6 +71,9 @@ def run(request: Dict[str, Any]) -> Dict[str, Any]:
         "drafters": lambda: files_probe.collect_drafters(path, json_cap=cap),
         # sha256 of the small files, shard names and sizes: what `introspect diff` compares.
         "hashes": lambda: discover_probe.collect_hashes(path, json_cap=cap),
+        # Serving engines read from their sources (never imported) and nvidia-smi.
+        "engines": lambda: engine_facts.collect_engines(deadline),
+        "gpus": gpu_facts.collect_gpus,
     }
     # Taken before any file is read, so a change during the probe invalidates the cache entry.
     stamp = fingerprint.compute(path)
