@@ -42,7 +42,7 @@ import sys
 import tempfile
 import time
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any, Callable, Dict, List, Optional, Tuple
 
 PROBE_VERSION = "1"
 DEFAULT_IMPORT_TIMEOUT = 60.0
@@ -150,7 +150,8 @@ def distributions(errors: List[Dict[str, Any]]) -> Dict[str, Dict[str, Any]]:
         return out
     for dist in dists:
         try:
-            name = dist.metadata.get("Name")
+            metadata: Any = dist.metadata  # an email.message.Message: .get() is None when absent
+            name = metadata.get("Name")
             if not name:
                 # A half-removed package leaves a dist-info without metadata: report, go on.
                 path = str(getattr(dist, "_path", "")) or None
@@ -390,7 +391,7 @@ def run(request: Any) -> Dict[str, Any]:
         errors.append(_err("request", "bad-request", "import_timeout is not a number"))
         timeout = DEFAULT_IMPORT_TIMEOUT
 
-    sections = [
+    sections: List[Tuple[str, Callable[[], Any]]] = [
         ("python", python_facts),
         ("distributions", lambda: distributions(errors)),
         ("imports", lambda: imports(_as_list(request.get("imports")), timeout, errors)),
