@@ -70,12 +70,21 @@ MODULE_DISTRIBUTIONS = {
 }
 # Distribution -> the module to look for, where the distribution's name does not import.
 DISTRIBUTION_MODULES = {"protobuf": "google.protobuf", "pyyaml": "yaml", "pillow": "PIL"}
+# Distribution -> its name as PyPI spells it, where that is not all lower case. pip
+# does not care; the environment facts report this spelling.
+DISTRIBUTION_SPELLING = {"pyyaml": "PyYAML", "pillow": "Pillow", "jinja2": "Jinja2", "pyopenssl": "pyOpenSSL",
+                         "pyjwt": "PyJWT", "gitpython": "GitPython", "pymupdf": "PyMuPDF"}
 
 
 def distribution_for(module: str) -> str:
     """The pip distribution that provides ``module`` (a dotted import name)."""
     top = module.split(".")[0]
     return MODULE_DISTRIBUTIONS.get(module) or MODULE_DISTRIBUTIONS.get(top) or top
+
+
+def spelled(distribution: str) -> str:
+    """A distribution's name as PyPI spells it (``pyyaml`` -> ``PyYAML``)."""
+    return DISTRIBUTION_SPELLING.get(distribution, distribution)
 
 
 def module_for(distribution: str) -> str:
@@ -226,7 +235,7 @@ __all__ = [
     "DEFAULT_DISCOVER_DEPTH", "DEFAULT_DISCOVER_DEADLINE", "DEFAULT_DISCOVER_SHIP_CAP",
     "DEFAULT_DISCOVER_MAX_MODELS", "DEFAULT_ENDPOINT_TIMEOUT", "DEFAULT_DECODE_BUDGET",
     "DEFAULT_PIPELINE_PACKAGES", "DEFAULT_IMPORT_TIMEOUT", "WRAPPER_TEXT_CONFIG_KEYS", "MODULE_DISTRIBUTIONS",
-    "DISTRIBUTION_MODULES", "distribution_for", "module_for", "as_dict", "as_list", "venv_python",
+    "DISTRIBUTION_MODULES", "DISTRIBUTION_SPELLING", "distribution_for", "spelled", "module_for", "as_dict", "as_list", "venv_python",
     "interpreter", "ErrorRecord", "error_record", "tag", "TargetBlock", "RawFacts",
     "AddedTokenItem", "AddedTokensCheck", "ChatTemplateEntry", "CustomCodeEntry", "Drafter", "EnvironmentFacts",
     "FilesFacts", "Fingerprint", "HashesFacts", "IndexSummary", "ListingRow", "ModuleEntry", "RemoteCodeInfo",

@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from introspect.remote import health_probe
+from introspect.remote.tasks import health as health_probe
 
 PROBE = Path(health_probe.__file__).resolve()
 

@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from introspect.analysis.tokenizer import analyze_tokenizer, config_vocab_size, facts_from_files
-from introspect.remote.tokenizer_files import collect_tokenizer_files
+from introspect.remote.facts.tokenizer_files import collect_tokenizer_files
 from tests.fixtures.kimi_model import build_kimi_model
 from tests.tokenizer.conftest import ProbeRunner
 

@@ -16,7 +16,7 @@ import pytest
 from tokenizers import Tokenizer, decoders, models, pre_tokenizers, processors, trainers
 
 from introspect.analysis.tokenizer import analyze_tokenizer
-from introspect.remote.tokenizer_files import collect_tokenizer_files
+from introspect.remote.facts.tokenizer_files import collect_tokenizer_files
 from tests.tokenizer.conftest import ProbeRunner
 
 CHATML = (

@@ -1,4 +1,4 @@
-"""Raw tokenizer facts from files (introspect.remote.tokenizer_files), no transformers."""
+"""Raw tokenizer facts from files (introspect.remote.facts.tokenizer_files), no transformers."""
 
 from __future__ import annotations
 
@@ -17,15 +17,13 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from introspect.remote import tokenizer_files
-from introspect.remote.tokenizer_files import (
-    collect_tokenizer_files,
-    summarize_tiktoken_lines,
-    summarize_tokenizer_json,
-)
+from introspect.remote import contract
+from introspect.remote.facts.tiktoken import summarize_tiktoken_lines
+from introspect.remote.facts.tokenizer_files import collect_tokenizer_files
+from introspect.remote.facts.tokenizer_json import summarize_tokenizer_json
 from tests.fixtures.kimi_model import CHAT_TEMPLATE, KIMI_ADDED_TOKENS, NUM_RANKS, build_kimi_model
 
-REMOTE = Path(tokenizer_files.__file__).parent
+REMOTE = Path(contract.__file__).parent
 CAP = 16 * 1024 * 1024
 
 
@@ -260,7 +258,9 @@ def test_tokenizer_json_summary_shapes() -> None:
 
 def test_remote_modules_are_python38_stdlib_only() -> None:
     """The remote side ships to hosts with Python 3.8 and nothing installed."""
-    for name in ("tokenizer_files.py", "tokenizer_probe.py"):
+    names = sorted(str(p.relative_to(REMOTE)) for p in REMOTE.rglob("*.py"))
+    assert {"facts/tokenizer_files.py", "tasks/tokenizer.py"} <= set(names)
+    for name in names:
         source = (REMOTE / name).read_text()
         tree = ast.parse(source, feature_version=(3, 8))
         for node in tree.body:  # module level only: run() may import transformers lazily
@@ -294,8 +294,8 @@ def test_remote_modules_run_on_python38(kimi_model: Path) -> None:
         pytest.skip("no Python 3.8 interpreter on this machine")
     code = (
         "import json, sys\n"
-        "from introspect.remote.tokenizer_files import collect_tokenizer_files\n"
-        "from introspect.remote.tokenizer_probe import run\n"
+        "from introspect.remote.facts.tokenizer_files import collect_tokenizer_files\n"
+        "from introspect.remote.tasks.tokenizer import run\n"
         "facts, errors = collect_tokenizer_files(sys.argv[1], json_cap=1 << 24)\n"
         "probe = run({'model_path': sys.argv[1], 'trust_remote_code': True, 'sample': True})\n"
         "print(json.dumps([facts['tiktoken'][0]['entries'], errors, probe['loaded'], probe['error'] is not None]))\n"

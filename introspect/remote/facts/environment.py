@@ -48,6 +48,7 @@ from ..contract import (
     ModuleEntry,
     distribution_for,
     error_record,
+    spelled,
 )
 
 PROBE = "environment"
@@ -172,7 +173,7 @@ def describe_modules(names: List[str]) -> Tuple[Dict[str, ModuleEntry], List[str
             if dists:
                 entry["distribution"], entry["distribution_source"] = dists[0], "installed"
         if not available:  # name what to pip install
-            entry["distribution"] = distribution_for(name)
+            entry["distribution"] = spelled(distribution_for(name))
             entry["distribution_source"] = "static-map" if name in MODULE_DISTRIBUTIONS else "module-name"
         if not available:
             missing.append(name)

@@ -150,8 +150,8 @@ def distributions(errors: List[Dict[str, Any]]) -> Dict[str, Dict[str, Any]]:
         return out
     for dist in dists:
         try:
-            metadata: Any = dist.metadata  # an email.message.Message: .get() is None when absent
-            name = metadata.get("Name")
+            meta: Any = dist.metadata  # an email.message.Message: .get() is None when absent
+            name = meta.get("Name")
             if not name:
                 # A half-removed package leaves a dist-info without metadata: report, go on.
                 path = str(getattr(dist, "_path", "")) or None
