@@ -87,21 +87,25 @@ class TokenizerRequest(TypedDict, total=False):
 
 
 class HealthRequest(TypedDict, total=False):
-    imports: List[str]  # each imported in a fresh interpreter
-    model_dirs: List[str]  # free space reported for each
-    import_timeout: float
-    nvidia_smi: bool
+    imports: List[str]  # module names, each imported in a fresh interpreter
+    model_dirs: List[str]  # paths whose filesystem free space is reported
+    import_timeout: float  # seconds per import; the import's process group is killed after
+    nvidia_smi: bool  # query GPUs when nvidia-smi is on PATH
 
 
 class HealthReply(TypedDict, total=False):
     probe_version: str
-    python: Optional[Dict[str, Any]]  # version, version_info, executable, prefix, ..., marker_env
-    distributions: Dict[str, Dict[str, Any]]  # normalized name -> {name, version, requires}
-    imports: Dict[str, Dict[str, Any]]  # module -> {ok, error, seconds, ...}
-    disk: Dict[str, Dict[str, Any]]  # path -> {free_bytes, total_bytes, error}
-    gpus: Optional[Dict[str, Any]]  # null without nvidia-smi
-    errors: List[ErrorRecord]
-    timings: Dict[str, float]
+    # {version, version_info, executable, prefix, base_prefix, in_venv, implementation, marker_env}
+    python: Optional[Dict[str, Any]]
+    distributions: Dict[str, Dict[str, Any]]  # normalized name -> {name, version, requires: [Requires-Dist]}
+    # module -> {ok, error: null | {type, message}, seconds, wall_seconds?, stderr_tail?}
+    imports: Dict[str, Dict[str, Any]]
+    disk: Dict[str, Dict[str, Any]]  # path -> {free_bytes, total_bytes, error: null | {type, message}}
+    # null without nvidia-smi; else {count, devices: [{index, name, memory_used_mib, memory_total_mib,
+    # driver_version}], driver_version, cuda_version, error}
+    gpus: Optional[Dict[str, Any]]
+    errors: List[ErrorRecord]  # {probe, type, message, path?}
+    timings: Dict[str, float]  # section -> seconds
 
 
 class PreflightRequest(TypedDict, total=False):

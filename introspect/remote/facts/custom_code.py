@@ -336,7 +336,13 @@ def local_module_names(names: List[str]) -> Set[str]:
     return set(n[:-3] for n in names if n.endswith(".py") and n[:-3].isidentifier())
 
 
+def written_parts(ref: str) -> Tuple[Optional[str], str]:
+    """(module, class) as a reference is written, usable or not: for reporting, never for following."""
+    module, _, name = ref.split("--", 1)[-1].rpartition(".")
+    return module or None, name
+
+
 def referenced_class(ref: str) -> str:
-    """The class a reference names (the text after its last dot), whether or not its module is usable."""
+    """The class a reference names, whether or not its module is usable."""
     parsed = class_reference(ref)
-    return parsed.name if parsed is not None else ref.rsplit(".", 1)[-1]
+    return parsed.name if parsed is not None else written_parts(ref)[1]
