@@ -319,7 +319,6 @@ def collect_custom_code(root: str, refs: List[Tuple[str, str]], local_modules: S
 def _remote_entry(rel_file: str, referrer: str, repo: str) -> CustomCodeEntry:
     # "org/name--module.Class": transformers fetches this code from another hub repo.
     entry = _entry(rel_file, repo)
-    entry["module"] = rel_file[:-3].replace("/", ".")
     entry["referenced_by"] = [referrer]
     entry["error"] = ShortError(type="remote-repo",
                                 message="code comes from hub repo %s, not from the model dir" % repo)

@@ -1,4 +1,4 @@
-"""Safetensors headers, summarised on the host; tensor data is never read.
+"""Section ``safetensors``: every shard's header, summarised on the host; tensor data is never read.
 
 Runs on the host under its own interpreter: standard library only, Python 3.8+.
 Each shard costs exactly two reads: the 8-byte little-endian header length and
@@ -23,13 +23,9 @@ on network filesystems, so threads help despite the GIL).
       "tensors": int,                  # sum over shards
     }
 
-Shard error types: ``truncated-header`` (file shorter than 8 bytes or than the
-header it declares), ``header-too-large`` (declared length above ``max_header``:
-refused without reading), ``malformed-header`` (not UTF-8, not JSON, not an
-object, or entries that are not tensor descriptions), ``data-truncated`` (a
-warning: data_offsets reach beyond the end of the file; the header still
-counts), plus the readers' OS error types (``not-found``, ``permission-denied``,
-``symlink-loop``, ``is-a-directory``, ``os-error``).
+Each shard is read by :mod:`introspect.remote.facts.shard_header` (its error types are
+listed there), in forked workers for big checkpoints (:mod:`introspect.remote.facts.shard_workers`),
+else in threads; the index by :mod:`introspect.remote.facts.index`.
 """
 
 from __future__ import annotations
