@@ -194,6 +194,7 @@ from .wire import (  # noqa: E402
     HealthRequest,
     ModelReply,
     ModelRequest,
+    ModelSections,
     PreflightReply,
     PreflightRequest,
     Reply,
@@ -203,10 +204,10 @@ from .wire import (  # noqa: E402
 )
 
 
-class RawFacts(TypedDict, total=False):
+class RawFacts(ModelSections, total=False):
     """``introspect.raw/v1``: what ``probe --save-raw`` writes and ``introspect profile`` reads.
 
-    Sections are filled by the remote tasks (``files`` ... ``fingerprint`` by the model
+    Sections are filled by the remote tasks (those of :class:`ModelSections` by the model
     task, ``tokenizer_probe`` by the isolated tokenizer task); the rest by the controller.
     """
 
@@ -216,13 +217,6 @@ class RawFacts(TypedDict, total=False):
     fatal: Optional[Dict[str, Any]]
     options: Dict[str, Any]
     python: Dict[str, Any]
-    files: FilesFacts
-    tokenizer_files: TokenizerFilesFacts
-    safetensors: Optional[SafetensorsFacts]
-    drafters: Optional[List[Drafter]]
-    environment: EnvironmentFacts
-    hashes: Optional[HashesFacts]
-    fingerprint: Optional[Fingerprint]
     tokenizer_probe: Optional[TokenizerProbe]
     timings: Dict[str, Any]
     cache: Optional[Dict[str, Any]]
@@ -242,6 +236,6 @@ __all__ = [
     "SafetensorsFacts", "ShardSummary", "TensorGroup", "TiktokenSummary", "TokenizerError",
     "TokenizerFilesFacts", "TokenizerJsonSummary", "TokenizerProbe",
     "DiscoverReply", "DiscoverRequest", "EchoReply", "Envelope", "FingerprintRequest", "HashesReply",
-    "HealthReply", "HealthRequest", "ModelReply", "ModelRequest", "PreflightReply", "PreflightRequest",
+    "HealthReply", "HealthRequest", "ModelReply", "ModelRequest", "ModelSections", "PreflightReply", "PreflightRequest",
     "Reply", "ResolveReply", "ResolveRequest", "TokenizerRequest",
 ]

@@ -60,18 +60,26 @@ class ModelRequest(TypedDict, total=False):
     sections: List[str]  # default: all of ModelReply's sections
 
 
-class ModelReply(TypedDict, total=False):
-    """Task ``model``: a section is null when it ran past the deadline (an error says so)."""
+class ModelSections(TypedDict, total=False):
+    """The raw sections of task ``model``; raw facts (contract.RawFacts) carry them as they came.
 
-    errors: List[ErrorRecord]
-    timings: Dict[str, float]
-    fingerprint: Fingerprint
+    A section is null when it ran past the deadline (an error says so).
+    """
+
+    fingerprint: Optional[Fingerprint]
     files: Optional[FilesFacts]
     tokenizer_files: Optional[TokenizerFilesFacts]
     safetensors: Optional[SafetensorsFacts]
     drafters: Optional[List[Drafter]]
     environment: Optional[EnvironmentFacts]
     hashes: Optional[HashesFacts]
+
+
+class ModelReply(ModelSections, total=False):
+    """Task ``model``: the sections, their errors and how long each took."""
+
+    errors: List[ErrorRecord]
+    timings: Dict[str, float]
 
 
 class TokenizerRequest(TypedDict, total=False):
