@@ -307,3 +307,30 @@ def test_remote_modules_run_on_python38(kimi_model: Path) -> None:
     entries, errors, loaded, has_error = json.loads(out.stdout.strip().splitlines()[-1])
     assert (entries, errors) == (NUM_RANKS, [])
     assert loaded or has_error  # without transformers there: a classified error, never a crash
+
+
+def test_reserved_ids_are_found_through_a_package_relative_import(tmp_path: Path) -> None:
+    """Relative imports are followed by the one AST parser (facts.custom_code), ``from . import x`` too."""
+    (tmp_path / "tokenizer_config.json").write_text(
+        json.dumps({"auto_map": {"AutoTokenizer": ["tokenization_x.XTokenizer", None]}}))
+    (tmp_path / "tokenization_x.py").write_text("from . import names\nclass XTokenizer:\n    pass\n")
+    (tmp_path / "names.py").write_text(
+        "num_reserved_special_tokens = 8\nname = lambda i: f\"<|reserved_{i}|>\"\n")
+    facts, errors = collect_tokenizer_files(str(tmp_path), json_cap=CAP)
+    assert errors == []
+    remote = facts["remote_code"]
+    assert remote["reserved_declared_in"] == "names.py" and remote["num_reserved_special_tokens"] == 8
+    assert remote["placeholder"] == "<|reserved_{id}|>"
+
+
+def test_a_reference_with_two_repo_separators_is_unusable_everywhere(tmp_path: Path) -> None:
+    """transformers splits "repo--module.Class" once; with two separators neither section follows it."""
+    from introspect.remote.facts.files import collect_files
+
+    ref = "org/a--org/b--tokenization_x.XTokenizer"
+    (tmp_path / "tokenizer_config.json").write_text(json.dumps({"auto_map": {"AutoTokenizer": ref}}))
+    (tmp_path / "tokenization_x.py").write_text("class XTokenizer:\n    pass\n")
+    facts, _ = collect_tokenizer_files(str(tmp_path), json_cap=CAP)
+    assert facts["remote_code"]["slow"]["file"] is None
+    files, _ = collect_files(str(tmp_path), json_cap=CAP)
+    assert files["custom_code"] == []
