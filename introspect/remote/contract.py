@@ -159,49 +159,14 @@ class TargetBlock(TypedDict, total=False):
     model_path: str
 
 
-# The shapes, re-exported so that both sides name them from one place.
-from .sections import (  # noqa: E402
-    AddedTokenItem,
-    AddedTokensCheck,
-    ChatTemplateEntry,
-    CustomCodeEntry,
-    Drafter,
-    EnvironmentFacts,
-    FilesFacts,
-    Fingerprint,
-    HashesFacts,
-    IndexSummary,
-    ListingRow,
-    ModuleEntry,
-    RemoteCodeInfo,
-    SafetensorsFacts,
-    ShardSummary,
-    TensorGroup,
-    TiktokenSummary,
-    TokenizerError,
-    TokenizerFilesFacts,
-    TokenizerJsonSummary,
-    TokenizerProbe,
-)
-from .wire import (  # noqa: E402
-    DiscoverReply,
-    DiscoverRequest,
-    EchoReply,
-    Envelope,
-    FingerprintRequest,
-    HashesReply,
-    HealthReply,
-    HealthRequest,
-    ModelReply,
-    ModelRequest,
-    ModelSections,
-    PreflightReply,
-    PreflightRequest,
-    Reply,
-    ResolveReply,
-    ResolveRequest,
-    TokenizerRequest,
-)
+# The shapes, re-exported so that both sides name them from one place (a new shape is
+# added to its module's __all__ only).
+from . import sections as _sections  # noqa: E402
+from . import wire as _wire  # noqa: E402
+from .sections import *  # noqa: E402,F403
+from .sections import TokenizerProbe  # noqa: E402
+from .wire import *  # noqa: E402,F403
+from .wire import ModelSections  # noqa: E402
 
 
 class RawFacts(ModelSections, total=False):
@@ -229,13 +194,8 @@ __all__ = [
     "DEFAULT_DISCOVER_DEPTH", "DEFAULT_DISCOVER_DEADLINE", "DEFAULT_DISCOVER_SHIP_CAP",
     "DEFAULT_DISCOVER_MAX_MODELS", "DEFAULT_ENDPOINT_TIMEOUT", "DEFAULT_DECODE_BUDGET",
     "DEFAULT_PIPELINE_PACKAGES", "DEFAULT_IMPORT_TIMEOUT", "WRAPPER_TEXT_CONFIG_KEYS", "MODULE_DISTRIBUTIONS",
-    "DISTRIBUTION_MODULES", "DISTRIBUTION_SPELLING", "distribution_for", "spelled", "module_for", "as_dict", "as_list", "venv_python",
-    "interpreter", "ErrorRecord", "error_record", "tag", "TargetBlock", "RawFacts",
-    "AddedTokenItem", "AddedTokensCheck", "ChatTemplateEntry", "CustomCodeEntry", "Drafter", "EnvironmentFacts",
-    "FilesFacts", "Fingerprint", "HashesFacts", "IndexSummary", "ListingRow", "ModuleEntry", "RemoteCodeInfo",
-    "SafetensorsFacts", "ShardSummary", "TensorGroup", "TiktokenSummary", "TokenizerError",
-    "TokenizerFilesFacts", "TokenizerJsonSummary", "TokenizerProbe",
-    "DiscoverReply", "DiscoverRequest", "EchoReply", "Envelope", "FingerprintRequest", "HashesReply",
-    "HealthReply", "HealthRequest", "ModelReply", "ModelRequest", "ModelSections", "PreflightReply", "PreflightRequest",
-    "Reply", "ResolveReply", "ResolveRequest", "TokenizerRequest",
+    "DISTRIBUTION_MODULES", "DISTRIBUTION_SPELLING", "distribution_for", "spelled", "module_for", "as_dict",
+    "as_list", "venv_python", "interpreter", "ErrorRecord", "error_record", "tag", "TargetBlock", "RawFacts",
 ]
+__all__ += _sections.__all__
+__all__ += _wire.__all__

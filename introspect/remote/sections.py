@@ -10,6 +10,37 @@ from __future__ import annotations
 
 from typing import Any, Dict, List, Optional, TypedDict
 
+__all__ = [
+    "ShortError",
+    "TokenPair",
+    "ListingRow",
+    "IndexSummary",
+    "CustomCodeEntry",
+    "FilesFacts",
+    "ChatTemplateEntry",
+    "TokenizerJsonSummary",
+    "TiktokenSummary",
+    "SentencepieceFile",
+    "ModuleInfo",
+    "RemoteCodeInfo",
+    "TokenizerFilesFacts",
+    "TensorGroup",
+    "ShardSummary",
+    "SafetensorsFacts",
+    "Drafter",
+    "HashedFile",
+    "WeightsHashes",
+    "HashesFacts",
+    "Fingerprint",
+    "ModuleEntry",
+    "EnvironmentFacts",
+    "AddedTokenItem",
+    "AddedTokensCheck",
+    "TokenizerError",
+    "LoadedChatTemplate",
+    "TokenizerProbe",
+]
+
 
 class ShortError(TypedDict):
     """The ``{type, message}`` form of an error kept inside facts."""

@@ -9,6 +9,26 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Dict, List, Optional, TypedDict
 
+__all__ = [
+    "Envelope",
+    "Reply",
+    "ModelRequest",
+    "ModelSections",
+    "ModelReply",
+    "TokenizerRequest",
+    "HealthRequest",
+    "HealthReply",
+    "PreflightRequest",
+    "PreflightReply",
+    "DiscoverRequest",
+    "DiscoverReply",
+    "HashesReply",
+    "ResolveRequest",
+    "ResolveReply",
+    "FingerprintRequest",
+    "EchoReply",
+]
+
 if TYPE_CHECKING:  # names only: contract imports this module at run time
     from .contract import ErrorRecord
     from .sections import (
