@@ -1,4 +1,4 @@
-"""Bad input (issue 6): every case is a reported error record, never an exception."""
+"""Bad input: every case is a reported error record, never an exception."""
 
 from __future__ import annotations
 
