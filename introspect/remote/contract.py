@@ -42,6 +42,9 @@ DEFAULT_PIPELINE_PACKAGES = ("transformers", "jinja2")
 # so it keeps a copy of this value; tests/health checks that the two agree.
 DEFAULT_IMPORT_TIMEOUT = 60.0  # seconds per import, in a fresh interpreter
 
+# The sections of the model task, in the order they are reported (fingerprint comes with each reply).
+MODEL_SECTIONS = ("files", "tokenizer_files", "safetensors", "drafters", "environment", "hashes")
+
 # Keys under which wrapper configs (VLMs, omni models) keep the text model's config.
 WRAPPER_TEXT_CONFIG_KEYS = ("text_config", "llm_config", "language_config", "language_model_config",
                             "thinker_config", "text_model")
@@ -193,7 +196,7 @@ __all__ = [
     "DEFAULT_TOKENIZER_TIMEOUT", "TOKENIZER_JSON_CAP", "INDEX_CAP", "TIKTOKEN_CAP", "DRAFTER_JSON_CAP",
     "DEFAULT_DISCOVER_DEPTH", "DEFAULT_DISCOVER_DEADLINE", "DEFAULT_DISCOVER_SHIP_CAP",
     "DEFAULT_DISCOVER_MAX_MODELS", "DEFAULT_ENDPOINT_TIMEOUT", "DEFAULT_DECODE_BUDGET",
-    "DEFAULT_PIPELINE_PACKAGES", "DEFAULT_IMPORT_TIMEOUT", "WRAPPER_TEXT_CONFIG_KEYS", "MODULE_DISTRIBUTIONS",
+    "DEFAULT_PIPELINE_PACKAGES", "DEFAULT_IMPORT_TIMEOUT", "MODEL_SECTIONS", "WRAPPER_TEXT_CONFIG_KEYS", "MODULE_DISTRIBUTIONS",
     "DISTRIBUTION_MODULES", "DISTRIBUTION_SPELLING", "distribution_for", "spelled", "module_for", "as_dict",
     "as_list", "venv_python", "interpreter", "ErrorRecord", "error_record", "tag", "TargetBlock", "RawFacts",
 ]

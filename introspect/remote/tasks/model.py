@@ -17,6 +17,7 @@ from ..contract import (
     DEFAULT_FILES_TIMEOUT,
     DEFAULT_JSON_CAP,
     DEFAULT_MAX_HEADER,
+    MODEL_SECTIONS,
     ErrorRecord,
     ModelReply,
     error_record,
@@ -24,7 +25,6 @@ from ..contract import (
 from ..facts import drafters, environment, files, fingerprint, hashes, safetensors, tokenizer_files
 
 Collector = Callable[[], Tuple[Any, List[ErrorRecord]]]
-SECTIONS = ("files", "tokenizer_files", "safetensors", "drafters", "environment", "hashes")
 
 
 def _custom_code_imports(files_facts: Any) -> List[str]:
@@ -55,12 +55,12 @@ class _Section(threading.Thread):
 
 
 def run(request: Dict[str, Any]) -> ModelReply:
-    """Every wanted section (default: all of SECTIONS), each bounded by the request's deadline."""
+    """Every wanted section (default: all of contract.MODEL_SECTIONS), each bounded by the deadline."""
     path = str(request["model_path"])
     cap = int(request.get("json_cap") or DEFAULT_JSON_CAP)
     max_header = int(request.get("max_header") or DEFAULT_MAX_HEADER)
     deadline = time.time() + float(request.get("deadline") or DEFAULT_FILES_TIMEOUT)
-    wanted = set(request.get("sections") or SECTIONS)
+    wanted = set(request.get("sections") or MODEL_SECTIONS)
     collectors: Dict[str, Collector] = {
         "files": lambda: files.collect_files(path, json_cap=cap),
         "tokenizer_files": lambda: tokenizer_files.collect_tokenizer_files(path, json_cap=cap),
