@@ -75,7 +75,7 @@ def _files_section(raw: RawFacts | dict[str, Any], files: dict[str, Any]) -> Fil
         "total_size": files.get("total_size"),
         "custom_code": _custom_code(files),
         "safetensors_bytes_read": as_dict(raw.get("safetensors")).get("bytes_read"),
-        "hashes": raw.get("hashes") if isinstance(raw.get("hashes"), dict) else None,
+        "hashes": dict(hashes) if isinstance(hashes := raw.get("hashes"), dict) else None,
     }
 
 

@@ -185,7 +185,7 @@ def test_sliding_layers_are_named_in_the_rule() -> None:
 
 def test_probed_gpus_give_the_profile_its_plan(tmp_path: Path) -> None:
     """Raw facts of the 8-shard Kimi-like probe (tests/data/golden/raw) plus eight H200s from nvidia-smi."""
-    from introspect.remote.gpu_facts import parse_query_csv
+    from introspect.remote.facts.gpus import parse_query_csv
     from tests.engines.nvidia_smi_outputs import H200_CSV
     from tests.golden.cases import GOLDEN
 

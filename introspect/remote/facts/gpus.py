@@ -25,7 +25,8 @@ import shutil
 import subprocess
 from typing import Any, Dict, List, Optional, Tuple
 
-from introspect.remote import health_probe
+from ..contract import ErrorRecord
+from ..tasks import health as health_probe
 
 PROBE = "gpus"
 TIMEOUT = 10.0  # per call; at most four calls (query, older-driver query, header, topo)
@@ -119,12 +120,12 @@ def _query(exe: str) -> Tuple[List[Dict[str, Any]], str, Optional[Dict[str, str]
     return [], ",".join(FIELDS), basic_problem or problem
 
 
-def collect_gpus(exe: Optional[str] = None) -> Tuple[Dict[str, Any], List[Dict[str, Any]]]:
+def collect_gpus(exe: Optional[str] = None) -> Tuple[Dict[str, Any], List[ErrorRecord]]:
     """GPU facts of this host. Never raises."""
     exe = exe or shutil.which("nvidia-smi")
     if exe is None:
         return {"available": False, "reason": "nvidia-smi is not on PATH"}, []
-    errors = []  # type: List[Dict[str, Any]]
+    errors = []  # type: List[ErrorRecord]
     devices, query, problem = _query(exe)
     facts = {"available": bool(devices), "count": len(devices), "devices": devices, "query": query,
              "driver_version": devices[0].get("driver_version") if devices else None,

@@ -35,6 +35,8 @@ import re
 import time
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
+from ..contract import ErrorRecord, error_record
+
 PROBE = "engines"
 
 # import name -> distribution name; the order is the report's.
@@ -345,17 +347,17 @@ def describe_engine(name: str, distribution: str, deadline: float) -> Optional[D
     return engine
 
 
-def collect_engines(deadline: Optional[float] = None) -> Tuple[Dict[str, Any], List[Dict[str, Any]]]:
+def collect_engines(deadline: Optional[float] = None) -> Tuple[Dict[str, Any], List[ErrorRecord]]:
     """Facts of every serving engine installed for this interpreter. Never raises."""
     end = deadline if deadline is not None else time.time() + DEFAULT_SECONDS
     facts = {"searched": [name for name, _ in ENGINES], "engines": []}  # type: Dict[str, Any]
-    errors = []  # type: List[Dict[str, Any]]
+    errors = []  # type: List[ErrorRecord]
     for name, distribution in ENGINES:
         try:
             engine = describe_engine(name, distribution, end)
         except Exception as exc:
-            errors.append({"probe": PROBE, "type": "internal-error",
-                           "message": "%s: %s: %s" % (name, type(exc).__name__, exc)})
+            errors.append(error_record("internal-error", "%s: %s: %s" % (name, type(exc).__name__, exc),
+                                       probe=PROBE))
             continue
         if engine is not None:
             facts["engines"].append(engine)
