@@ -28,7 +28,7 @@ from introspect.analysis.result import target_where
 from introspect.remote.contract import as_dict
 
 GROUPS = ("architecture", "tokenizer", "files", "environment")
-ARCH_IGNORED = frozenset({"evidence", "summary", "config_path", "path"})
+ARCH_IGNORED = frozenset({"evidence", "summary", "config_path", "path", "drafter_plan"})  # derived
 MAX_LIST_INDEX = 4096      # longest list flattened item by item
 MAX_TEMPLATE_LINES = 400   # unified diff lines kept
 TOKEN_FIELDS = ("bos", "eos", "pad", "unk", "mask")

@@ -21,6 +21,7 @@ from introspect.analysis.result import (
     Profile,
     TargetSection,
 )
+from introspect.analysis.serving import serving_sections
 from introspect.analysis.snapshot import snapshot_remote_code_finding
 from introspect.analysis.tokenizer import tokenizer_section
 from introspect.remote.contract import RawFacts, as_dict
@@ -78,7 +79,7 @@ def _files_section(raw: RawFacts | dict[str, Any], files: dict[str, Any]) -> Fil
         "total_size": files.get("total_size"),
         "custom_code": _custom_code(files),
         "safetensors_bytes_read": as_dict(raw.get("safetensors")).get("bytes_read"),
-        "hashes": raw.get("hashes") if isinstance(raw.get("hashes"), dict) else None,
+        "hashes": dict(hashes) if isinstance(hashes := raw.get("hashes"), dict) else None,
     }
 
 
@@ -106,10 +107,11 @@ def analyze(raw: RawFacts | dict[str, Any]) -> Profile:
         # Keep run-to-run noise out of the sections so that profiles diff cleanly.
         timings["tokenizer.load"] = tokenizer.pop("load_seconds")
 
-    findings = _findings(raw, files, target, environment, tok_findings, arch_findings)
+    serving, serving_findings = serving_sections(raw, architecture, tokenizer)  # also adds the drafter plan
+    findings = _findings(raw, files, target, environment, tok_findings, arch_findings + serving_findings)
     return Profile(
         target=target, environment=environment, architecture=architecture, tokenizer=tokenizer,
-        files=_files_section(raw, files), findings=_dedupe(findings), timings=timings,
+        files=_files_section(raw, files), serving=serving, findings=_dedupe(findings), timings=timings,
         cache=as_dict(raw.get("cache")) or None)
 
 

@@ -73,6 +73,7 @@ class Profile:
     architecture: dict[str, Any]
     tokenizer: dict[str, Any]
     files: FilesSection
+    serving: dict[str, Any] = field(default_factory=dict)  # engines, gpus, plan (analysis/serving.py)
     findings: list[Finding] = field(default_factory=list)
     timings: dict[str, Any] = field(default_factory=dict)
     cache: dict[str, Any] | None = None
@@ -91,6 +92,7 @@ class Profile:
             "architecture": self.architecture,
             "tokenizer": self.tokenizer,
             "files": dict(self.files),
+            **self.serving,
             "findings": [f.to_json() for f in self.findings],
             "timings": self.timings,
             "cache": self.cache,

@@ -80,19 +80,29 @@ def emit(profile: dict[str, Any], *, as_json: bool, output: str | None) -> None:
 @click.option("--tags", multiple=True, help="Fleet mode: inventory hosts with one of these tags.")
 @click.option("--parallel", type=click.IntRange(1, 1024), default=None,
               help="Fleet mode: hosts probed at once (default: the inventory's, 8).")
+@click.option("--emit-drafter-config", "emit_drafter", nargs=2,
+              type=(click.Choice(("dflash", "eagle3")), click.Path(dir_okay=False)),
+              help="Also write a DFlash or EAGLE-3 drafter config skeleton for this target: KIND FILE.")
 @connection_options
 def probe(as_json: bool, output: str | None, save_raw: str | None, all_hosts: bool, only: tuple[str, ...],
-          tags: tuple[str, ...], parallel: int | None, **kwargs: Any) -> Finished:
-    """Profile a model directory: architecture, experts, tokenizer, chat template, venv."""
+          tags: tuple[str, ...], parallel: int | None, emit_drafter: tuple[str, str] | None,
+          **kwargs: Any) -> Finished:
+    """Profile a model directory: architecture, experts, tokenizer, chat template, venv, engines, GPUs, plan."""
     flags = ConnectionFlags.from_kwargs(kwargs)
     request = ProbeRequest(**kwargs)
     if all_hosts or only or tags:
+        if emit_drafter:
+            raise UsageError("--emit-drafter-config takes one target", hint="probe one host, or drop the flag")
         return probe_fleet(request, flags, only, tags, parallel, as_json=as_json, output=output)
     inventory = load_inventory_for(flags.hosts_file) if flags.host else None
     executor, entry = executor_for(flags, inventory)
     outcome = probe_model(request, executor, entry)
     if save_raw:
         write_json(save_raw, outcome.raw)
+    if emit_drafter:
+        from introspect.cli.cmd_plan import write_drafter_config
+
+        write_drafter_config(outcome.profile, emit_drafter[0], emit_drafter[1])
     emit(outcome.profile, as_json=as_json, output=output)
     return Finished(outcome.code, (notice(outcome.error),) if outcome.error else ())
 

@@ -26,6 +26,7 @@ LAZY_COMMANDS = {
     "preflight": "introspect.cli.cmd_preflight:preflight",
     "models": "introspect.cli.cmd_models:models",
     "diff": "introspect.cli.cmd_diff:diff",
+    "plan": "introspect.cli.cmd_plan:plan",
 }
 
 

@@ -1,7 +1,7 @@
 """The human report of a profile, rendered at the edge with rich.
 
 Sections: Model, Architecture, Experts, Tokenizer, Chat template, Environment,
-Findings. Everything shown comes from the profile dict; nothing is computed
+Engines, GPUs, Plan (render_serving.py), Findings. Everything shown comes from the profile dict; nothing is computed
 here beyond formatting.
 """
 
@@ -232,7 +232,9 @@ SECTIONS = (model_section, architecture_section, experts_section, tokenizer_sect
 
 
 def print_report(profile: dict[str, Any], console: Console | None = None) -> None:
+    from introspect.cli.render_serving import SERVING_SECTIONS  # imports this module's helpers
+
     console = console or Console(highlight=False, soft_wrap=False)
-    for section in SECTIONS:
+    for section in SECTIONS[:-1] + SERVING_SECTIONS + SECTIONS[-1:]:
         console.print(section(profile))
         console.print()

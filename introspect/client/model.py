@@ -31,6 +31,9 @@ from introspect.remote.contract import (
     TargetBlock,
     interpreter,
 )
+from introspect.remote.contract import (
+    MODEL_SECTIONS as REMOTE_MODEL_SECTIONS,
+)
 from introspect.transport.base import Executor
 
 if TYPE_CHECKING:
@@ -38,7 +41,7 @@ if TYPE_CHECKING:
 
 DEFAULT_DEADLINE_S = 300.0
 # Sections of the model task's facts copied into the raw facts as they are.
-MODEL_SECTIONS = ("files", "tokenizer_files", "safetensors", "drafters", "environment", "hashes", "fingerprint")
+MODEL_SECTIONS = (*REMOTE_MODEL_SECTIONS, "fingerprint")
 
 
 @dataclasses.dataclass(frozen=True)

@@ -1,15 +1,17 @@
-"""The wire contract, written down once: protocol, frames, shapes, shared tables, defaults.
+"""The wire contract, written down once: protocol, frames, shared tables, defaults, error records.
 
 Both sides import this module: the controller (``introspect.*``) and the remote
 side, which ships it with the other remote modules. It therefore stays standard
 library only and Python 3.8 compatible (``typing`` spellings, no ``|`` unions at
-run time). Defaults live here and nowhere else.
+run time). Defaults live here and nowhere else. The shapes of every task's
+request and reply are in :mod:`introspect.remote.wire`, those of the raw-facts
+sections in :mod:`introspect.remote.sections`; both are re-exported here.
 """
 
 from __future__ import annotations
 
 import posixpath
-from typing import Any, Dict, List, Optional, TypedDict
+from typing import Any, Dict, List, Optional, TypedDict, cast
 
 PROTOCOL = 1
 BEGIN = b"\n<<<INTROSPECT:BEGIN>>>\n"
@@ -21,13 +23,36 @@ DEFAULT_JSON_CAP = 16 * 1024 * 1024  # bytes; bigger JSON files are refused, not
 DEFAULT_MAX_HEADER = 100 * 1024 * 1024  # bytes of one safetensors header
 DEFAULT_FILES_TIMEOUT = 60.0  # seconds for the stdlib file probes
 DEFAULT_TOKENIZER_TIMEOUT = 120.0  # seconds for the isolated tokenizer load
+# Files that are summarised on the host and never shipped get caps of their own:
+# tokenizer.json reaches 33 MB (Gemma-3), the index of a 1T checkpoint ~25 MB.
+TOKENIZER_JSON_CAP = 64 * 1024 * 1024
+INDEX_CAP = 256 * 1024 * 1024
+TIKTOKEN_CAP = 256 * 1024 * 1024  # a real tiktoken file is 2-4 MB; streamed, not held
+DRAFTER_JSON_CAP = 4 * 1024 * 1024  # drafter configs are small; never read 200 x 16 MiB
+# `introspect models`: the walk of the host's model roots.
+DEFAULT_DISCOVER_DEPTH = 4
+DEFAULT_DISCOVER_DEADLINE = 60.0  # seconds
+DEFAULT_DISCOVER_SHIP_CAP = 256 * 1024  # raw config.json shipped back when at most this big
+DEFAULT_DISCOVER_MAX_MODELS = 2000
+# `introspect preflight`.
+DEFAULT_ENDPOINT_TIMEOUT = 30.0  # seconds per HTTP request to the serving endpoint
+DEFAULT_DECODE_BUDGET = 20.0  # seconds for decoding every id once
+DEFAULT_PIPELINE_PACKAGES = ("transformers", "jinja2")
+# `introspect health`. The health task is self-contained (it runs alone as a script),
+# so it keeps a copy of this value; tests/health checks that the two agree.
+DEFAULT_IMPORT_TIMEOUT = 60.0  # seconds per import, in a fresh interpreter
+
+# The sections of the model task, in the order they are reported (fingerprint comes with each reply).
+MODEL_SECTIONS = ("files", "tokenizer_files", "safetensors", "drafters", "environment", "hashes", "engines", "gpus")
 
 # Keys under which wrapper configs (VLMs, omni models) keep the text model's config.
 WRAPPER_TEXT_CONFIG_KEYS = ("text_config", "llm_config", "language_config", "language_model_config",
                             "thinker_config", "text_model")
 
-# Import name -> the distribution pip installs, where the two differ (or where the
-# import name alone is ambiguous). The one table every ``fix:`` line is written from.
+# Import name -> the distribution pip installs, for the modules model code commonly
+# imports; rows where the two names are the same say that the name is known to be
+# right (``distribution_source: "static-map"`` in the environment facts). The one
+# table every ``fix:`` line is written from.
 MODULE_DISTRIBUTIONS = {
     "google.protobuf": "protobuf", "google": "protobuf", "yaml": "pyyaml", "PIL": "pillow",
     "cv2": "opencv-python", "sklearn": "scikit-learn", "skimage": "scikit-image", "bs4": "beautifulsoup4",
@@ -37,13 +62,37 @@ MODULE_DISTRIBUTIONS = {
     "vllm_flash_attn": "vllm-flash-attn", "mistral_common": "mistral-common",
     "compressed_tensors": "compressed-tensors", "qwen_vl_utils": "qwen-vl-utils", "jinja": "jinja2",
     "Jinja2": "jinja2", "SentencePiece": "sentencepiece",
+    # Same name on both sides.
+    "jinja2": "jinja2", "sentencepiece": "sentencepiece", "tiktoken": "tiktoken", "blobfile": "blobfile",
+    "einops": "einops", "timm": "timm", "torchvision": "torchvision", "huggingface_hub": "huggingface_hub",
+    "safetensors": "safetensors", "tokenizers": "tokenizers", "transformers": "transformers", "torch": "torch",
+    "numpy": "numpy", "regex": "regex", "accelerate": "accelerate", "tqdm": "tqdm", "requests": "requests",
+    "decord": "decord", "av": "av", "librosa": "librosa", "soundfile": "soundfile", "pydantic": "pydantic",
+    "tensorflow": "tensorflow", "jax": "jax", "triton": "triton", "xformers": "xformers",
+    "deepspeed": "deepspeed", "peft": "peft", "bitsandbytes": "bitsandbytes",
 }
+# Distribution -> the module to look for, where the distribution's name does not import.
+DISTRIBUTION_MODULES = {"protobuf": "google.protobuf", "pyyaml": "yaml", "pillow": "PIL"}
+# Distribution -> its name as PyPI spells it, where that is not all lower case. pip
+# does not care; the environment facts report this spelling.
+DISTRIBUTION_SPELLING = {"pyyaml": "PyYAML", "pillow": "Pillow", "jinja2": "Jinja2", "pyopenssl": "pyOpenSSL",
+                         "pyjwt": "PyJWT", "gitpython": "GitPython", "pymupdf": "PyMuPDF"}
 
 
 def distribution_for(module: str) -> str:
     """The pip distribution that provides ``module`` (a dotted import name)."""
     top = module.split(".")[0]
     return MODULE_DISTRIBUTIONS.get(module) or MODULE_DISTRIBUTIONS.get(top) or top
+
+
+def spelled(distribution: str) -> str:
+    """A distribution's name as PyPI spells it (``pyyaml`` -> ``PyYAML``)."""
+    return DISTRIBUTION_SPELLING.get(distribution, distribution)
+
+
+def module_for(distribution: str) -> str:
+    """The module whose presence shows ``distribution`` is installed."""
+    return DISTRIBUTION_MODULES.get(distribution, distribution)
 
 
 def as_dict(value: Any) -> Dict[str, Any]:
@@ -69,7 +118,10 @@ def interpreter(python: Optional[str], venv: Optional[str]) -> str:
 
 
 class ErrorRecord(TypedDict, total=False):
-    """One error, the shape every task reports: {probe?, type, message, path?, hint?, stage?}."""
+    """One error, the shape every task reports: {probe?, type, message, path?, hint?, stage?}.
+
+    ``traceback`` (last lines) comes with a task that crashed.
+    """
 
     probe: str
     type: str
@@ -77,6 +129,7 @@ class ErrorRecord(TypedDict, total=False):
     path: str
     hint: Optional[str]
     stage: Optional[str]
+    traceback: List[str]
 
 
 def error_record(kind: str, message: str, path: Optional[str] = None,
@@ -87,6 +140,13 @@ def error_record(kind: str, message: str, path: Optional[str] = None,
         out["path"] = path
     if probe is not None:
         out["probe"] = probe
+    return out
+
+
+def tag(record: ErrorRecord, probe: str) -> ErrorRecord:
+    """A copy of an error record (e.g. from a shared reader) naming the probe that reports it."""
+    out = cast(ErrorRecord, dict(record))
+    out["probe"] = probe
     return out
 
 
@@ -102,10 +162,20 @@ class TargetBlock(TypedDict, total=False):
     model_path: str
 
 
-class RawFacts(TypedDict, total=False):
+# The shapes, re-exported so that both sides name them from one place (a new shape is
+# added to its module's __all__ only).
+from . import sections as _sections  # noqa: E402
+from . import wire as _wire  # noqa: E402
+from .sections import *  # noqa: E402,F403
+from .sections import TokenizerProbe  # noqa: E402
+from .wire import *  # noqa: E402,F403
+from .wire import ModelSections  # noqa: E402
+
+
+class RawFacts(ModelSections, total=False):
     """``introspect.raw/v1``: what ``probe --save-raw`` writes and ``introspect profile`` reads.
 
-    Sections are filled by the remote tasks (``files`` ... ``fingerprint`` by the model
+    Sections are filled by the remote tasks (those of :class:`ModelSections` by the model
     task, ``tokenizer_probe`` by the isolated tokenizer task); the rest by the controller.
     """
 
@@ -115,14 +185,20 @@ class RawFacts(TypedDict, total=False):
     fatal: Optional[Dict[str, Any]]
     options: Dict[str, Any]
     python: Dict[str, Any]
-    files: Dict[str, Any]
-    tokenizer_files: Dict[str, Any]
-    safetensors: Optional[Dict[str, Any]]
-    drafters: Optional[List[Dict[str, Any]]]
-    environment: Dict[str, Any]
-    hashes: Optional[Dict[str, Any]]
-    fingerprint: Optional[Dict[str, Any]]
-    tokenizer_probe: Optional[Dict[str, Any]]
+    tokenizer_probe: Optional[TokenizerProbe]
     timings: Dict[str, Any]
     cache: Optional[Dict[str, Any]]
     resolved: Optional[Dict[str, Any]]
+
+
+__all__ = [
+    "PROTOCOL", "BEGIN", "END", "RAW_SCHEMA", "DEFAULT_JSON_CAP", "DEFAULT_MAX_HEADER", "DEFAULT_FILES_TIMEOUT",
+    "DEFAULT_TOKENIZER_TIMEOUT", "TOKENIZER_JSON_CAP", "INDEX_CAP", "TIKTOKEN_CAP", "DRAFTER_JSON_CAP",
+    "DEFAULT_DISCOVER_DEPTH", "DEFAULT_DISCOVER_DEADLINE", "DEFAULT_DISCOVER_SHIP_CAP",
+    "DEFAULT_DISCOVER_MAX_MODELS", "DEFAULT_ENDPOINT_TIMEOUT", "DEFAULT_DECODE_BUDGET",
+    "DEFAULT_PIPELINE_PACKAGES", "DEFAULT_IMPORT_TIMEOUT", "MODEL_SECTIONS", "WRAPPER_TEXT_CONFIG_KEYS", "MODULE_DISTRIBUTIONS",
+    "DISTRIBUTION_MODULES", "DISTRIBUTION_SPELLING", "distribution_for", "spelled", "module_for", "as_dict",
+    "as_list", "venv_python", "interpreter", "ErrorRecord", "error_record", "tag", "TargetBlock", "RawFacts",
+]
+__all__ += _sections.__all__
+__all__ += _wire.__all__

@@ -2,9 +2,10 @@
 
 The remote side is never installed: the controller runs ``<python> -B -c BOOT``
 (every word quoted) and sends the envelope on stdin as one JSON line that
-carries the request *and* the source of every module in ``introspect/remote``.
-BOOT installs an importer serving those sources from memory, checks the Python
-version and hands over to ``introspect.remote.runner``. The request travels as
+carries the request *and* the source of every module in ``introspect/remote``
+and its sub-packages (``tasks``, ``facts``), with the list of names that are
+packages. BOOT installs an importer serving those sources from memory, checks
+the Python version and hands over to ``introspect.remote.runner``. The request travels as
 data, so no path or option is ever pasted into a shell line.
 """
 
@@ -14,13 +15,17 @@ import functools
 import json
 import shlex
 from importlib import resources
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from introspect import __version__
 from introspect.errors import ProtocolError
-from introspect.remote import runner
+from introspect.remote import runner  # noqa: F401  # callers read the frame markers here too
+from introspect.remote.contract import BEGIN, END, PROTOCOL
 
-PROTOCOL = runner.PROTOCOL
+if TYPE_CHECKING:
+    from importlib.abc import Traversable
+
+REMOTE_PACKAGE = "introspect.remote"
 MIN_PYTHON = (3, 8)
 
 # Kept tiny and free of newer syntax so that an old Python reaches the version check.
@@ -32,10 +37,11 @@ if sys.version_info < (3, 8):
 import json, importlib.abc, importlib.util
 _env = json.loads(sys.stdin.buffer.readline().decode("utf-8"))
 _src = _env["sources"]
+_pkg = set(_env["packages"])
 class _Ship(importlib.abc.MetaPathFinder, importlib.abc.Loader):
     def find_spec(self, name, path=None, target=None):
         if name in _src:
-            return importlib.util.spec_from_loader(name, self, is_package=name + ".__init__" in _src or name in ("introspect", "introspect.remote"))
+            return importlib.util.spec_from_loader(name, self, is_package=name in _pkg)
         return None
     def create_module(self, spec):
         return None
@@ -50,13 +56,34 @@ _runner.main(_env, _BOOT)
 
 @functools.lru_cache(maxsize=1)
 def remote_sources() -> dict[str, str]:
-    """Source of every module of the remote package, keyed by dotted name."""
-    sources = {"introspect": "", "introspect.remote": ""}
-    package = resources.files("introspect.remote")
-    for entry in package.iterdir():
-        if entry.name.endswith(".py") and entry.name != "__init__.py":
-            sources["introspect.remote." + entry.name[:-3]] = entry.read_text(encoding="utf-8")
+    """Source of every module of the remote package and its sub-packages, keyed by dotted name.
+
+    A package's own source is its ``__init__.py``; ``introspect`` itself ships empty
+    (its ``__init__`` is the controller's, never needed on the host).
+    """
+    sources = {"introspect": ""}
+    _walk(resources.files(REMOTE_PACKAGE), REMOTE_PACKAGE, sources)
     return sources
+
+
+@functools.lru_cache(maxsize=1)
+def remote_packages() -> tuple[str, ...]:
+    """The dotted names in :func:`remote_sources` that are packages."""
+    names = ["introspect"]
+    _walk(resources.files(REMOTE_PACKAGE), REMOTE_PACKAGE, {}, names)
+    return tuple(names)
+
+
+def _walk(folder: Traversable, dotted: str, sources: dict[str, str], packages: list[str] | None = None) -> None:
+    if packages is not None:
+        packages.append(dotted)
+    init = folder / "__init__.py"
+    sources[dotted] = init.read_text(encoding="utf-8") if init.is_file() else ""
+    for entry in sorted(folder.iterdir(), key=lambda e: e.name):
+        if entry.is_dir() and (entry / "__init__.py").is_file():
+            _walk(entry, f"{dotted}.{entry.name}", sources, packages)
+        elif entry.name.endswith(".py") and entry.name != "__init__.py":
+            sources[f"{dotted}.{entry.name[:-3]}"] = entry.read_text(encoding="utf-8")
 
 
 def boot_source() -> str:
@@ -76,20 +103,20 @@ def command_line(python: str) -> str:
 def envelope(task: str, request: dict[str, Any], *, isolate: bool = False,
              timeout: float | None = None) -> bytes:
     body = {"protocol": PROTOCOL, "probe_version": __version__, "task": task, "request": request,
-            "isolate": isolate, "timeout": timeout, "sources": remote_sources()}
+            "isolate": isolate, "timeout": timeout, "sources": remote_sources(), "packages": list(remote_packages())}
     return json.dumps(body).encode("utf-8") + b"\n"
 
 
 def parse_reply(stdout: bytes) -> dict[str, Any] | None:
     """The last complete frame on stdout, or None when there is none (noise, truncation)."""
-    start = stdout.rfind(runner.BEGIN)
+    start = stdout.rfind(BEGIN)
     if start < 0:
         return None
-    end = stdout.find(runner.END, start)
+    end = stdout.find(END, start)
     if end < 0:
         return None
     try:
-        reply = json.loads(stdout[start + len(runner.BEGIN):end].decode("utf-8"))
+        reply = json.loads(stdout[start + len(BEGIN):end].decode("utf-8"))
     except ValueError as exc:
         raise ProtocolError(f"the probe's reply is not valid JSON: {exc}",
                             hint="report this as a bug with --debug output") from exc

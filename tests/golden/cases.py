@@ -88,6 +88,8 @@ def remote_facts_stable(facts: dict[str, Any], model: Path) -> dict[str, Any]:
     facts = dict(facts)
     facts.pop("environment", None)  # package versions and paths of whichever venv ran it
     facts.pop("fingerprint", None)  # sizes and mtimes, by design
+    facts.pop("engines", None)  # the serving engines installed for whichever interpreter ran it
+    facts.pop("gpus", None)  # this machine's nvidia-smi, or its absence
     return stable(facts, {str(model): "<MODEL>", sys.prefix: "<PREFIX>"})
 
 

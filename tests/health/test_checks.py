@@ -13,7 +13,7 @@ from introspect.checks.health import (
     probe_request,
 )
 from introspect.inventory import HostEntry, VenvEntry
-from introspect.remote import health_probe
+from introspect.remote.tasks import health as health_probe
 
 VENV = VenvEntry(
     path="/opt/venvs/serve",

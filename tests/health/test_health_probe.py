@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from introspect.remote import health_probe
+from introspect.remote.tasks import health as health_probe
 
 PROBE = Path(health_probe.__file__).resolve()
 
@@ -212,3 +212,10 @@ def test_probe_runs_under_python38(tmp_path: Path) -> None:
     assert reply["python"]["version"].startswith("3.8")
     assert reply["imports"]["json"]["ok"] and not reply["imports"]["nope_xyz"]["ok"]
     assert reply["errors"] == []
+
+
+def test_default_import_timeout_is_the_contracts() -> None:
+    """The health task is self-contained, so it holds a copy of contract's default."""
+    from introspect.remote import contract
+
+    assert health_probe.DEFAULT_IMPORT_TIMEOUT == contract.DEFAULT_IMPORT_TIMEOUT

@@ -16,7 +16,8 @@ from typing import Any
 import pytest
 
 from introspect.client.discover import discover_facts, summarize_model
-from introspect.remote import discover_probe
+from introspect.remote.facts import hashes as hashes_facts
+from introspect.remote.tasks import discover as discover_probe
 from introspect.transport.local import LocalExecutor
 from tests.fixtures.kimi_model import build_kimi_model
 from tests.models import NEW_COMMIT, OLD_COMMIT, REPO_ID, add_revision, files_of
@@ -182,7 +183,7 @@ def test_collect_hashes_weights_never_read(tmp_path: Path) -> None:
     shard = model / "model-00001-of-00002.safetensors"
     with open(shard, "wb") as fh:
         fh.truncate(5 * 1024**3)  # sparse: reading it would take seconds and gigabytes
-    hashes, errors = discover_probe.collect_hashes(str(model), json_cap=1 << 20)
+    hashes, errors = hashes_facts.collect_hashes(str(model), json_cap=1 << 20)
     assert errors == []
     weights = hashes["weights"]
     assert weights["index"]["total_size"] == 123 and len(weights["index"]["sha256"]) == 64
@@ -203,7 +204,7 @@ def test_discover_through_the_shipped_task(tree: dict[str, Path]) -> None:
 AS_NOBODY = """
 import json, sys
 sys.path.insert(0, sys.argv[1])
-from introspect.remote import discover_probe
+from introspect.remote.tasks import discover as discover_probe
 print(json.dumps(discover_probe.run({"roots": [sys.argv[2]], "hf_cache": "/nonexistent", "max_depth": 3})))
 """
 

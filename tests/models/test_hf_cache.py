@@ -16,7 +16,8 @@ import pytest
 
 from introspect.client.hub import is_repo_id, resolve_model
 from introspect.errors import ModelPathError
-from introspect.remote import hf_cache
+from introspect.remote.facts import hf_cache
+from introspect.remote.tasks import resolve
 from introspect.transport.local import LocalExecutor
 from tests.models import NEW_COMMIT, OLD_COMMIT, REPO_ID, add_revision, repo_dir
 
@@ -39,7 +40,7 @@ def cache(tmp_path: Path) -> Path:
 
 
 def _resolve(cache: Path, spec: str) -> dict:
-    return hf_cache.resolve({"spec": spec, "cache_dir": str(cache)})
+    return resolve.run({"spec": spec, "cache_dir": str(cache)})
 
 
 def test_layout_is_real_symlinks_into_blobs(cache: Path) -> None:

@@ -1,4 +1,4 @@
-"""Bad input (issue 6): every case is a reported error record, never an exception."""
+"""Bad input: every case is a reported error record, never an exception."""
 
 from __future__ import annotations
 
@@ -12,8 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from introspect.remote.files_probe import collect_drafters, collect_files
-from introspect.remote.safetensors_probe import collect_safetensors
+from introspect.remote.facts.drafters import collect_drafters
+from introspect.remote.facts.files import collect_files
+from introspect.remote.facts.safetensors import collect_safetensors
 from tests.fixtures.shards import build_header, write_raw_shard, write_shard
 
 CAP = 16 * 1024 * 1024
@@ -258,11 +259,11 @@ def test_nul_in_path(tmp_path: Path) -> None:
 AS_NOBODY_SCRIPT = """
 import json, sys
 sys.path.insert(0, sys.argv[1])
-from introspect.remote import files_probe, safetensors_probe
+from introspect.remote.facts import files, safetensors
 out = {}
 for name in ("readable", "locked"):
     path = sys.argv[2] + "/" + name
-    out[name] = [files_probe.collect_files(path, json_cap=1 << 20), safetensors_probe.collect_safetensors(path)]
+    out[name] = [files.collect_files(path, json_cap=1 << 20), safetensors.collect_safetensors(path)]
 print(json.dumps(out))
 """
 

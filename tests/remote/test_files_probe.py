@@ -1,4 +1,4 @@
-"""files_probe: model dir checks, listing, configs, custom code, drafters."""
+"""facts.files, listing, custom_code, drafters: model dir checks, listing, configs, custom code, drafters."""
 
 from __future__ import annotations
 
@@ -12,8 +12,10 @@ from pathlib import Path
 
 import pytest
 
-from introspect.remote import files_probe
-from introspect.remote.files_probe import collect_drafters, collect_files
+from introspect.remote.facts import custom_code, listing
+from introspect.remote.facts import drafters as drafters_facts
+from introspect.remote.facts.drafters import collect_drafters
+from introspect.remote.facts.files import collect_files
 
 REPO = Path(__file__).resolve().parents[2]
 CAP = 16 * 1024 * 1024
@@ -169,13 +171,13 @@ def test_auto_map_cannot_name_paths_outside(model_dir: Path) -> None:
     ("NoDot", None), (None, None), ("", None), ("../x.Y", None), (3, None),
 ])
 def test_parse_class_reference(ref: object, expected: object) -> None:
-    assert files_probe.parse_class_reference(ref) == expected
+    assert custom_code.parse_class_reference(ref) == expected
 
 
 def test_scan_imports_levels_and_guards() -> None:
     src = (b"import a.b.c, d as e\nfrom f.g import h\nfrom ..up import z\nfrom . import y\n"
            b"try:\n    import opt\nexcept ImportError:\n    import fallback\n")
-    result = files_probe.scan_imports(src)
+    result = custom_code.scan_imports(src)
     assert result["imports"] == ["a", "d", "f", "fallback"]
     assert result["optional_imports"] == ["opt"]
     assert sorted(result["relative"]) == [(1, None, ["y"]), (2, "up", ["z"])]
@@ -196,9 +198,9 @@ def test_relative_import_above_model_dir_not_followed(model_dir: Path) -> None:
 
 def test_is_stdlib() -> None:
     for name in ("os", "json", "typing", "__future__", "asyncio", "distutils", "sys"):
-        assert files_probe.is_stdlib(name)
+        assert custom_code.is_stdlib(name)
     for name in ("tiktoken", "transformers", "jinja2", "regex"):
-        assert not files_probe.is_stdlib(name)
+        assert not custom_code.is_stdlib(name)
 
 
 def test_hf_cache_snapshot_symlinks(tmp_path: Path) -> None:
@@ -227,12 +229,12 @@ def test_hf_cache_snapshot_symlinks(tmp_path: Path) -> None:
 def test_listing_is_bounded(model_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     for i in range(30):
         (model_dir / f"f{i:02d}.bin").write_bytes(b"")
-    monkeypatch.setattr(files_probe, "MAX_LISTING", 10)
+    monkeypatch.setattr(listing, "MAX_LISTING", 10)
     facts, _ = collect_files(str(model_dir), json_cap=CAP)
     assert len(facts["listing"]) == 10
     assert facts["listing_total"] == 31
     assert facts["listing_truncated"] is True
-    monkeypatch.setattr(files_probe, "MAX_SCAN_NAMES", 20)
+    monkeypatch.setattr(listing, "MAX_SCAN_NAMES", 20)
     facts, _ = collect_files(str(model_dir), json_cap=CAP)
     assert facts["listing_total"] == 20 and facts["listing_truncated"] is True
 
@@ -292,14 +294,14 @@ def test_drafters_siblings_and_children(kimi_like: Path) -> None:
 
 
 def test_drafter_signals() -> None:
-    assert files_probe.drafter_signals({"eagle_config": {}}) == ["eagle_config"]
-    assert files_probe.drafter_signals({"dflash_config": {"target_layer_ids": [1]}}) == [
+    assert drafters_facts.drafter_signals({"eagle_config": {}}) == ["eagle_config"]
+    assert drafters_facts.drafter_signals({"dflash_config": {"target_layer_ids": [1]}}) == [
         "dflash_config", "dflash_config.target_layer_ids"]
-    assert files_probe.drafter_signals({"model_type": "deepseek_v3",
+    assert drafters_facts.drafter_signals({"model_type": "deepseek_v3",
                                         "architectures": ["DeepseekV3ForCausalLM"]}) == []
-    assert files_probe.drafter_signals({"architectures": ["DeepseekV3ForCausalLMNextN"]}) == [
+    assert drafters_facts.drafter_signals({"architectures": ["DeepseekV3ForCausalLMNextN"]}) == [
         "architectures:DeepseekV3ForCausalLMNextN"]
-    assert files_probe.drafter_signals([1, 2]) == []
+    assert drafters_facts.drafter_signals([1, 2]) == []
 
 
 def test_drafter_scan_is_bounded(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -310,7 +312,7 @@ def test_drafter_scan_is_bounded(tmp_path: Path, monkeypatch: pytest.MonkeyPatch
         (tmp_path / f"other{i:02d}").mkdir()
     (tmp_path / "zz-dflash").mkdir()  # sorts last by name, but its name hints a drafter
     _write_json(tmp_path / "zz-dflash" / "config.json", _dflash_config())
-    monkeypatch.setattr(files_probe, "MAX_DRAFTER_ENTRIES", 5)
+    monkeypatch.setattr(drafters_facts, "MAX_DRAFTER_ENTRIES", 5)
     drafters, errors = collect_drafters(str(model), json_cap=CAP)
     assert [Path(d["path"]).name for d in drafters] == ["zz-dflash"]
     assert [e["type"] for e in errors] == ["scan-truncated"]
@@ -344,12 +346,12 @@ def _python38() -> str | None:
 
 PY38_SCRIPT = """
 import json, sys
-from introspect.remote import env_probe, files_probe, safetensors_probe
+from introspect.remote.facts import drafters as drafters_facts, environment, files as files_facts, safetensors
 model = sys.argv[1]
-files, e1 = files_probe.collect_files(model, json_cap=1 << 24)
-drafters, e2 = files_probe.collect_drafters(model, json_cap=1 << 24)
-st, e3 = safetensors_probe.collect_safetensors(model, workers=4)
-env, e4 = env_probe.collect_environment(["tiktoken", "json"])
+files, e1 = files_facts.collect_files(model, json_cap=1 << 24)
+drafters, e2 = drafters_facts.collect_drafters(model, json_cap=1 << 24)
+st, e3 = safetensors.collect_safetensors(model, workers=4)
+env, e4 = environment.collect_environment(["tiktoken", "json"])
 print(json.dumps({"version": list(sys.version_info[:2]), "files": files, "st": st, "env": env,
                   "errors": e1 + e2 + e3 + e4}))
 """

@@ -11,14 +11,11 @@ from pathlib import Path
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from introspect.remote import files_probe, safetensors_probe
-from introspect.remote.files_probe import collect_files
-from introspect.remote.safetensors_probe import (
-    collect_safetensors,
-    parse_header,
-    summarize_header,
-    template_of,
-)
+from introspect.remote.facts import custom_code, shard_header
+from introspect.remote.facts import drafters as drafters_facts
+from introspect.remote.facts.files import collect_files
+from introspect.remote.facts.safetensors import collect_safetensors
+from introspect.remote.facts.shard_header import parse_header, summarize_header, template_of
 
 CAP = 1024 * 1024
 FILE_SETTINGS = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -71,22 +68,22 @@ def test_template_of_replaces_only_digit_components(name: str) -> None:
 
 @given(st.binary(max_size=4096))
 def test_scan_imports_random_source(source: bytes) -> None:
-    result = files_probe.scan_imports(source)
+    result = custom_code.scan_imports(source)
     assert isinstance(result["imports"], list)
 
 
 @given(st.text(max_size=400))
 def test_scan_imports_random_text(source: str) -> None:
-    files_probe.scan_imports(source.encode("utf-8"))
+    custom_code.scan_imports(source.encode("utf-8"))
 
 
 @given(json_values)
 def test_config_walkers_random_json(value: object) -> None:
-    files_probe.auto_map_references(value, "config.json:")
-    files_probe.drafter_signals(value)
-    files_probe.auto_map_references({"auto_map": value, "text_config": {"auto_map": value}}, "c:")
+    custom_code.auto_map_references(value, "config.json:")
+    drafters_facts.drafter_signals(value)
+    custom_code.auto_map_references({"auto_map": value, "text_config": {"auto_map": value}}, "c:")
     for ref in ([value] if not isinstance(value, list) else value):
-        files_probe.parse_class_reference(ref)
+        custom_code.parse_class_reference(ref)
 
 
 @FILE_SETTINGS
@@ -148,7 +145,7 @@ def test_random_headers_with_valid_prefix(header: dict, data_len: int) -> None:
 def test_random_length_prefix(prefix: bytes, rest: bytes) -> None:
     with tempfile.TemporaryDirectory() as tmp:
         Path(tmp, "x.safetensors").write_bytes(prefix + rest)
-        shard = safetensors_probe.read_shard(os.path.join(tmp, "x.safetensors"))
+        shard = shard_header.read_shard(os.path.join(tmp, "x.safetensors"))
         (declared,) = struct.unpack("<Q", prefix)
         assert shard["header_len"] == declared
         assert shard["bytes_read"] in (8, 8 + declared)

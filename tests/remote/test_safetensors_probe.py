@@ -1,4 +1,4 @@
-"""safetensors_probe: header-only reads, summarised groups, index summary, shard errors."""
+"""facts.safetensors, shard_header, index: header-only reads, summarised groups, index summary, shard errors."""
 
 from __future__ import annotations
 
@@ -10,8 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from introspect.remote import safetensors_probe
-from introspect.remote.safetensors_probe import collect_safetensors, read_shard, summarize_header, template_of
+from introspect.remote.facts import index
+from introspect.remote.facts.safetensors import collect_safetensors
+from introspect.remote.facts.shard_header import read_shard, summarize_header, template_of
 from tests.fixtures.shards import (
     KIMI_K25_CONFIG,
     apparent_and_real_size,
@@ -242,11 +243,11 @@ def test_kimi_summary_is_compact(kimi_checkpoint: tuple[Path, int]) -> None:
 
 def test_index_is_parsed_once_per_run(kimi_checkpoint: tuple[Path, int], monkeypatch: pytest.MonkeyPatch) -> None:
     calls = []
-    real = safetensors_probe._summarize_index
-    monkeypatch.setattr(safetensors_probe, "_index_cache", {})
-    monkeypatch.setattr(safetensors_probe, "_summarize_index", lambda *a: calls.append(a) or real(*a))
-    first = safetensors_probe.summarize_index(str(kimi_checkpoint[0]))
-    second = safetensors_probe.summarize_index(str(kimi_checkpoint[0]))
+    real = index._summarize_index
+    monkeypatch.setattr(index, "_index_cache", {})
+    monkeypatch.setattr(index, "_summarize_index", lambda *a: calls.append(a) or real(*a))
+    first = index.summarize_index(str(kimi_checkpoint[0]))
+    second = index.summarize_index(str(kimi_checkpoint[0]))
     assert first == second and len(calls) == 1
 
 

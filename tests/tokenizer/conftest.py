@@ -22,7 +22,7 @@ REPO = Path(__file__).resolve().parents[2]
 MARK = "\n@@TOKENIZER-PROBE@@"
 PROBE_MAIN = (
     "import json, sys\n"
-    "from introspect.remote.tokenizer_probe import run\n"
+    "from introspect.remote.tasks.tokenizer import run\n"
     "result = run(json.loads(sys.stdin.read()))\n"
     f"sys.stdout.write({MARK!r} + json.dumps(result))\n"
 )

@@ -1,6 +1,6 @@
 """The fallback: tokenizer facts from raw files must equal what the loaded tokenizer reports.
 
-The key case of issue 2: a venv without tiktoken cannot load Kimi's tokenizer; the
+The key case: a venv without tiktoken cannot load Kimi's tokenizer; the
 profile must still give vocab size, bos/eos ids, special tokens and the template
 hash, identical to a venv that loads it, plus the missing-package finding and fix.
 """
@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from introspect.analysis.tokenizer import analyze_tokenizer, config_vocab_size, facts_from_files
-from introspect.remote.tokenizer_files import collect_tokenizer_files
+from introspect.remote.facts.tokenizer_files import collect_tokenizer_files
 from tests.fixtures.kimi_model import build_kimi_model
 from tests.tokenizer.conftest import ProbeRunner
 

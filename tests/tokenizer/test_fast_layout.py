@@ -16,7 +16,7 @@ import pytest
 from tokenizers import Tokenizer, decoders, models, pre_tokenizers, processors, trainers
 
 from introspect.analysis.tokenizer import analyze_tokenizer
-from introspect.remote.tokenizer_files import collect_tokenizer_files
+from introspect.remote.facts.tokenizer_files import collect_tokenizer_files
 from tests.tokenizer.conftest import ProbeRunner
 
 CHATML = (
@@ -91,7 +91,7 @@ def test_fast_fallback_equals_loaded(tmp_path: Path, venv_full: Path, probe: Pro
 
 
 def test_ids_that_disagree_with_the_files_are_caught(tmp_path: Path, venv_full: Path, probe: ProbeRunner) -> None:
-    """issue 5: every added_tokens_decoder id must map both ways and decode to its token."""
+    """Every added_tokens_decoder id must map both ways and decode to its token."""
     model = build_fast_model(tmp_path / "shifted", shift_ids=True)
     files, _ = collect_tokenizer_files(str(model), json_cap=1 << 24)
     result = probe(venv_full, model, sample=False)

@@ -1,4 +1,4 @@
-"""Raw tokenizer facts from files (introspect.remote.tokenizer_files), no transformers."""
+"""Raw tokenizer facts from files (introspect.remote.facts.tokenizer_files), no transformers."""
 
 from __future__ import annotations
 
@@ -17,15 +17,13 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from introspect.remote import tokenizer_files
-from introspect.remote.tokenizer_files import (
-    collect_tokenizer_files,
-    summarize_tiktoken_lines,
-    summarize_tokenizer_json,
-)
+from introspect.remote import contract
+from introspect.remote.facts.tiktoken import summarize_tiktoken_lines
+from introspect.remote.facts.tokenizer_files import collect_tokenizer_files
+from introspect.remote.facts.tokenizer_json import summarize_tokenizer_json
 from tests.fixtures.kimi_model import CHAT_TEMPLATE, KIMI_ADDED_TOKENS, NUM_RANKS, build_kimi_model
 
-REMOTE = Path(tokenizer_files.__file__).parent
+REMOTE = Path(contract.__file__).parent
 CAP = 16 * 1024 * 1024
 
 
@@ -260,7 +258,9 @@ def test_tokenizer_json_summary_shapes() -> None:
 
 def test_remote_modules_are_python38_stdlib_only() -> None:
     """The remote side ships to hosts with Python 3.8 and nothing installed."""
-    for name in ("tokenizer_files.py", "tokenizer_probe.py"):
+    names = sorted(str(p.relative_to(REMOTE)) for p in REMOTE.rglob("*.py"))
+    assert {"facts/tokenizer_files.py", "tasks/tokenizer.py"} <= set(names)
+    for name in names:
         source = (REMOTE / name).read_text()
         tree = ast.parse(source, feature_version=(3, 8))
         for node in tree.body:  # module level only: run() may import transformers lazily
@@ -294,8 +294,8 @@ def test_remote_modules_run_on_python38(kimi_model: Path) -> None:
         pytest.skip("no Python 3.8 interpreter on this machine")
     code = (
         "import json, sys\n"
-        "from introspect.remote.tokenizer_files import collect_tokenizer_files\n"
-        "from introspect.remote.tokenizer_probe import run\n"
+        "from introspect.remote.facts.tokenizer_files import collect_tokenizer_files\n"
+        "from introspect.remote.tasks.tokenizer import run\n"
         "facts, errors = collect_tokenizer_files(sys.argv[1], json_cap=1 << 24)\n"
         "probe = run({'model_path': sys.argv[1], 'trust_remote_code': True, 'sample': True})\n"
         "print(json.dumps([facts['tiktoken'][0]['entries'], errors, probe['loaded'], probe['error'] is not None]))\n"
@@ -307,3 +307,30 @@ def test_remote_modules_run_on_python38(kimi_model: Path) -> None:
     entries, errors, loaded, has_error = json.loads(out.stdout.strip().splitlines()[-1])
     assert (entries, errors) == (NUM_RANKS, [])
     assert loaded or has_error  # without transformers there: a classified error, never a crash
+
+
+def test_reserved_ids_are_found_through_a_package_relative_import(tmp_path: Path) -> None:
+    """Relative imports are followed by the one AST parser (facts.custom_code), ``from . import x`` too."""
+    (tmp_path / "tokenizer_config.json").write_text(
+        json.dumps({"auto_map": {"AutoTokenizer": ["tokenization_x.XTokenizer", None]}}))
+    (tmp_path / "tokenization_x.py").write_text("from . import names\nclass XTokenizer:\n    pass\n")
+    (tmp_path / "names.py").write_text(
+        "num_reserved_special_tokens = 8\nname = lambda i: f\"<|reserved_{i}|>\"\n")
+    facts, errors = collect_tokenizer_files(str(tmp_path), json_cap=CAP)
+    assert errors == []
+    remote = facts["remote_code"]
+    assert remote["reserved_declared_in"] == "names.py" and remote["num_reserved_special_tokens"] == 8
+    assert remote["placeholder"] == "<|reserved_{id}|>"
+
+
+def test_a_reference_with_two_repo_separators_is_unusable_everywhere(tmp_path: Path) -> None:
+    """transformers splits "repo--module.Class" once; with two separators neither section follows it."""
+    from introspect.remote.facts.files import collect_files
+
+    ref = "org/a--org/b--tokenization_x.XTokenizer"
+    (tmp_path / "tokenizer_config.json").write_text(json.dumps({"auto_map": {"AutoTokenizer": ref}}))
+    (tmp_path / "tokenization_x.py").write_text("class XTokenizer:\n    pass\n")
+    facts, _ = collect_tokenizer_files(str(tmp_path), json_cap=CAP)
+    assert facts["remote_code"]["slow"]["file"] is None
+    files, _ = collect_files(str(tmp_path), json_cap=CAP)
+    assert files["custom_code"] == []

@@ -1,4 +1,4 @@
-"""The tokenizer probe (introspect.remote.tokenizer_probe), run in real venvs in subprocesses."""
+"""The tokenizer task (introspect.remote.tasks.tokenizer), run in real venvs in subprocesses."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from introspect.remote.tokenizer_probe import classify_error, dist_name
+from introspect.remote.facts.tokenizer_load import classify_error, dist_name
 from tests.fixtures.kimi_model import KIMI_ADDED_TOKENS, build_kimi_model
 from tests.tokenizer.conftest import ProbeRunner, run_probe
 

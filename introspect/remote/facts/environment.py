@@ -1,4 +1,4 @@
-"""Interpreter and venv facts, without importing any third-party package.
+"""Section ``environment``: interpreter and venv facts, without importing any third-party package.
 
 Runs on the host under the target interpreter: standard library only, Python 3.8+.
 Package versions come from ``importlib.metadata`` and module availability from
@@ -22,7 +22,7 @@ Package versions come from ``importlib.metadata`` and module availability from
 
 ``distribution`` is the installed distribution that provides an available module
 (from the installed metadata; null for stdlib or unpackaged modules), or for a
-missing module the name to ``pip install`` (static map of import name ->
+missing module the name to ``pip install`` (contract's table of import name ->
 distribution, else the module name itself); ``distribution_source`` says which:
 "installed", "static-map", "module-name" or null.
 
@@ -41,29 +41,20 @@ import re
 import sys
 from typing import Any, Dict, List, Optional, Tuple
 
+from ..contract import (
+    MODULE_DISTRIBUTIONS,
+    EnvironmentFacts,
+    ErrorRecord,
+    ModuleEntry,
+    distribution_for,
+    error_record,
+    spelled,
+)
+
 PROBE = "environment"
 
 PACKAGES = ("transformers", "tokenizers", "tiktoken", "jinja2", "sentencepiece", "protobuf", "torch",
             "safetensors", "huggingface_hub", "sglang", "vllm")
-
-# Import name -> distribution name for modules whose names differ (used when the
-# module is missing, to name the fix, and on Pythons without packages_distributions).
-STATIC_DISTRIBUTIONS = {
-    "jinja2": "Jinja2", "google": "protobuf", "yaml": "PyYAML", "sentencepiece": "sentencepiece",
-    "tiktoken": "tiktoken", "PIL": "Pillow", "cv2": "opencv-python", "sklearn": "scikit-learn",
-    "skimage": "scikit-image", "bs4": "beautifulsoup4", "attr": "attrs", "dateutil": "python-dateutil",
-    "Crypto": "pycryptodome", "OpenSSL": "pyOpenSSL", "magic": "python-magic", "dotenv": "python-dotenv",
-    "jwt": "PyJWT", "serial": "pyserial", "zmq": "pyzmq", "git": "GitPython", "fitz": "PyMuPDF",
-    "docx": "python-docx", "blobfile": "blobfile", "einops": "einops", "timm": "timm",
-    "torchvision": "torchvision", "flash_attn": "flash-attn", "huggingface_hub": "huggingface_hub",
-    "safetensors": "safetensors", "tokenizers": "tokenizers", "transformers": "transformers",
-    "torch": "torch", "numpy": "numpy", "regex": "regex", "accelerate": "accelerate",
-    "tqdm": "tqdm", "requests": "requests", "decord": "decord", "av": "av", "librosa": "librosa",
-    "soundfile": "soundfile", "mistral_common": "mistral-common", "pydantic": "pydantic",
-    "tensorflow": "tensorflow", "jax": "jax", "triton": "triton", "xformers": "xformers",
-    "deepspeed": "deepspeed", "peft": "peft", "bitsandbytes": "bitsandbytes",
-    "compressed_tensors": "compressed-tensors", "qwen_vl_utils": "qwen-vl-utils",
-}
 
 # Variables worth showing: exact names and prefixes. Anything set that matches.
 ENV_NAMES = ("PATH", "PYTHONPATH", "PYTHONHOME", "VIRTUAL_ENV", "CONDA_PREFIX", "CONDA_DEFAULT_ENV",
@@ -78,8 +69,8 @@ MAX_ENV_VALUE = 4096
 _URL_USERINFO = re.compile(r"([A-Za-z][A-Za-z0-9+.-]*://)[^/@\s]+@")
 
 
-def _err(kind: str, message: str) -> Dict[str, Any]:
-    return {"probe": PROBE, "type": kind, "message": message}
+def _err(kind: str, message: str) -> ErrorRecord:
+    return error_record(kind, message, probe=PROBE)
 
 
 def _metadata():
@@ -120,7 +111,7 @@ def installed_distributions() -> Dict[str, List[str]]:
 
 
 def _packages_distributions_fallback(md: Any) -> Dict[str, List[str]]:
-    out = {}  # type: Dict[str, List[str]]
+    out: Dict[str, List[str]] = {}
     try:
         dists = list(md.distributions())
     except Exception:
@@ -163,14 +154,15 @@ def module_available(name: str) -> Tuple[bool, Optional[str]]:
         return False, "%s: %s" % (type(exc).__name__, exc)
 
 
-def describe_modules(names: List[str]) -> Tuple[Dict[str, Dict[str, Any]], List[str], List[Dict[str, Any]]]:
-    modules = {}  # type: Dict[str, Dict[str, Any]]
+def describe_modules(names: List[str]) -> Tuple[Dict[str, ModuleEntry], List[str], List[ErrorRecord]]:
+    """Per module: importable here, and which distribution provides it (or would)."""
+    modules: Dict[str, ModuleEntry] = {}
     missing = []
     errors = []
     installed = None  # built lazily: walking every dist's RECORD costs time in big venvs
     for name in sorted(set(n for n in names if isinstance(n, str))):
         available, problem = module_available(name)
-        entry = {"available": available, "distribution": None, "distribution_source": None}  # type: Dict[str, Any]
+        entry = ModuleEntry(available=available, distribution=None, distribution_source=None)
         if problem is not None:
             entry["error"] = problem
             errors.append(_err("module-check-failed", "%s: %s" % (name, problem)))
@@ -181,8 +173,8 @@ def describe_modules(names: List[str]) -> Tuple[Dict[str, Dict[str, Any]], List[
             if dists:
                 entry["distribution"], entry["distribution_source"] = dists[0], "installed"
         if not available:  # name what to pip install
-            entry["distribution"] = STATIC_DISTRIBUTIONS.get(name, name)
-            entry["distribution_source"] = "static-map" if name in STATIC_DISTRIBUTIONS else "module-name"
+            entry["distribution"] = spelled(distribution_for(name))
+            entry["distribution_source"] = "static-map" if name in MODULE_DISTRIBUTIONS else "module-name"
         if not available:
             missing.append(name)
         modules[name] = entry
@@ -215,7 +207,7 @@ def relevant_env(environ: Optional[Dict[str, str]] = None) -> Dict[str, str]:
 
 
 def _platform_facts() -> Dict[str, Any]:
-    facts = {"implementation": None, "platform": None, "machine": None}  # type: Dict[str, Any]
+    facts: Dict[str, Any] = {"implementation": None, "platform": None, "machine": None}
     try:
         facts["implementation"] = platform.python_implementation()
         facts["machine"] = platform.machine()
@@ -225,11 +217,11 @@ def _platform_facts() -> Dict[str, Any]:
     return facts
 
 
-def collect_environment(extra_modules: List[str]) -> Tuple[Dict[str, Any], List[Dict[str, Any]]]:
+def collect_environment(extra_modules: List[str]) -> Tuple[EnvironmentFacts, List[ErrorRecord]]:
     """Facts about this interpreter and its packages. Never raises."""
-    errors = []  # type: List[Dict[str, Any]]
+    errors: List[ErrorRecord] = []
     vi = sys.version_info
-    facts = {
+    facts: EnvironmentFacts = {
         "python_version": "%d.%d.%d" % (vi[0], vi[1], vi[2]),
         "python_version_info": [vi[0], vi[1], vi[2], vi[3], vi[4]],
         "python_executable": sys.executable,
@@ -238,8 +230,10 @@ def collect_environment(extra_modules: List[str]) -> Tuple[Dict[str, Any], List[
         # virtualenv < 20 sets sys.real_prefix instead of base_prefix.
         "in_venv": sys.prefix != getattr(sys, "base_prefix", sys.prefix) or hasattr(sys, "real_prefix"),
         "packages": {}, "modules": {}, "missing_modules": [], "env_vars": {},
-    }  # type: Dict[str, Any]
-    facts.update(_platform_facts())
+    }
+    found = _platform_facts()
+    facts["implementation"], facts["platform"], facts["machine"] = (
+        found["implementation"], found["platform"], found["machine"])
     try:
         facts["packages"] = dict((name, package_version(name)) for name in PACKAGES)
         modules, missing, errs = describe_modules(list(extra_modules or []))

@@ -1,31 +1,13 @@
-"""Health probe: the facts `introspect health` needs from one venv (issue 4).
+"""Remote task "health": the facts `introspect health` needs from one venv.
 
 Runs on the host under the venv's own interpreter, shipped as source: standard
 library only, Python 3.8+, self-contained (it imports nothing from introspect, so
-it can be sent alone). ``run(request)`` never raises; every failure becomes an
-entry in ``errors`` or in the affected section, and the other facts stand.
-
-Request::
-
-    {"imports": ["tiktoken", ...],      # module names, each imported in a fresh interpreter
-     "model_dirs": ["/models/x", ...],  # paths whose filesystem free space is reported
-     "import_timeout": 60.0,            # seconds per import; the import's process group is killed after
-     "nvidia_smi": true}                # query GPUs when nvidia-smi is on PATH
-
-Reply::
-
-    {"python": {version, version_info, executable, prefix, base_prefix, in_venv,
-                implementation, marker_env},
-     "distributions": {normalized name: {"name", "version", "requires": [Requires-Dist]}},
-     "imports": {module: {"ok", "error": null | {type, message}, "seconds"}},
-     "disk": {path: {"free_bytes", "total_bytes", "error": null | {type, message}}},
-     "gpus": null | {"count", "devices": [{index, name, memory_used_mib, memory_total_mib,
-                                           driver_version}],
-                     "driver_version", "cuda_version", "error"},
-     "errors": [{"probe", "type", "message", "path"?}],
-     "timings": {section: seconds}}
-
-Run directly (``python health_probe.py < request.json``) it prints the reply as JSON.
+it can be sent alone: ``python health.py < request.json`` prints the reply as JSON).
+Request and reply: :class:`~introspect.remote.contract.HealthRequest` and
+:class:`~introspect.remote.contract.HealthReply`; its one default is a copy of
+contract's ``DEFAULT_IMPORT_TIMEOUT`` (a test checks they agree). ``run(request)``
+never raises; every failure becomes an entry in ``errors`` or in the affected
+section, and the other facts stand.
 """
 
 from __future__ import annotations
@@ -42,7 +24,7 @@ import sys
 import tempfile
 import time
 from concurrent.futures import ThreadPoolExecutor
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any, Callable, Dict, List, Optional, Tuple
 
 PROBE_VERSION = "1"
 DEFAULT_IMPORT_TIMEOUT = 60.0
@@ -55,7 +37,7 @@ _MARKER = "@@introspect-import@@ "
 
 # The child reports its own outcome as one marked line, so prints made by the imported
 # module cannot be mistaken for the result. The module name arrives in argv: data,
-# never spliced into code (issue 6: no injection).
+# never spliced into code (no injection).
 _IMPORT_CHILD = r"""
 import importlib, json, sys, time
 t0 = time.perf_counter()
@@ -68,7 +50,7 @@ out["seconds"] = time.perf_counter() - t0
 sys.stdout.write("\n%s%s\n" % (sys.argv[2], json.dumps(out)))
 sys.stdout.flush()
 # End whatever the import started in this process group (it leads its own session),
-# itself included: nothing keeps running after the probe (issue 6), and no helper left
+# itself included: nothing keeps running after the probe, and no helper left
 # holding the pipes can stall the parent.
 try:
     import os, signal
@@ -83,9 +65,6 @@ def _err(probe: str, kind: str, message: str, path: Optional[str] = None) -> Dic
     if path is not None:
         out["path"] = path
     return out
-
-
-# ------------------------------------------------------------------------- python
 
 
 def _marker_env() -> Dict[str, str]:
@@ -129,9 +108,6 @@ def python_facts() -> Dict[str, Any]:
     }
 
 
-# ------------------------------------------------------------------ distributions
-
-
 def _normalize(name: str) -> str:
     return re.sub(r"[-_.]+", "-", name).lower()  # PEP 503
 
@@ -150,7 +126,8 @@ def distributions(errors: List[Dict[str, Any]]) -> Dict[str, Dict[str, Any]]:
         return out
     for dist in dists:
         try:
-            name = dist.metadata.get("Name")
+            meta: Any = dist.metadata  # an email.message.Message: .get() is None when absent
+            name = meta.get("Name")
             if not name:
                 # A half-removed package leaves a dist-info without metadata: report, go on.
                 path = str(getattr(dist, "_path", "")) or None
@@ -165,12 +142,9 @@ def distributions(errors: List[Dict[str, Any]]) -> Dict[str, Dict[str, Any]]:
     return out
 
 
-# ------------------------------------------------------------------------ imports
-
-
 def _child_env(private_dir: str) -> Dict[str, str]:
     env = dict(os.environ)
-    # Issue 6 "no trace": an import must not write .pyc files into the venv, nor
+    # No trace: an import must not write .pyc files into the venv, nor
     # caches into the user's home; send the usual cache locations to a private dir.
     env["PYTHONDONTWRITEBYTECODE"] = "1"
     for var in ("HF_HOME", "HF_MODULES_CACHE", "TIKTOKEN_CACHE_DIR", "XDG_CACHE_HOME",
@@ -181,7 +155,7 @@ def _child_env(private_dir: str) -> Dict[str, str]:
 
 def _kill_group(proc: subprocess.Popen) -> None:
     # The child leads its own session (start_new_session), so its pgid is its pid and
-    # killing the group also ends anything the import spawned (issue 6: nothing left).
+    # killing the group also ends anything the import spawned: nothing is left running.
     try:
         os.killpg(proc.pid, signal.SIGKILL)
     except (ProcessLookupError, PermissionError):
@@ -282,9 +256,6 @@ def imports(modules: List[Any], timeout: float, errors: List[Dict[str, Any]]) ->
         shutil.rmtree(private_dir, ignore_errors=True)
 
 
-# --------------------------------------------------------------------------- disk
-
-
 def disk(paths: List[Any]) -> Dict[str, Dict[str, Any]]:
     out: Dict[str, Dict[str, Any]] = {}
     for path in paths:
@@ -302,9 +273,6 @@ def disk(paths: List[Any]) -> Dict[str, Dict[str, Any]]:
             out[path] = {"free_bytes": None, "total_bytes": None,
                          "error": {"type": type(exc).__name__, "message": str(exc)}}
     return out
-
-
-# --------------------------------------------------------------------------- gpus
 
 
 def _int_or_none(text: str) -> Optional[int]:
@@ -367,9 +335,6 @@ def gpus(errors: List[Dict[str, Any]]) -> Optional[Dict[str, Any]]:
     return result
 
 
-# ---------------------------------------------------------------------------- run
-
-
 def _as_list(value: Any) -> List[Any]:
     if isinstance(value, (list, tuple)):
         return list(value)
@@ -390,7 +355,7 @@ def run(request: Any) -> Dict[str, Any]:
         errors.append(_err("request", "bad-request", "import_timeout is not a number"))
         timeout = DEFAULT_IMPORT_TIMEOUT
 
-    sections = [
+    sections: List[Tuple[str, Callable[[], Any]]] = [
         ("python", python_facts),
         ("distributions", lambda: distributions(errors)),
         ("imports", lambda: imports(_as_list(request.get("imports")), timeout, errors)),

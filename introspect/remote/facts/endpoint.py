@@ -1,19 +1,16 @@
-"""Preflight, host part: the serving endpoint seen from the host, disk, pipeline packages.
+"""Preflight: the serving endpoint as the host sees it (/v1/models, then a one-token completion).
 
-Standard library only, Python 3.8+; no transformers import here.
+Runs on the host: standard library only (urllib), Python 3.8+. The API key is read
+from the environment variable the request names; it is sent, never reported.
 """
 
 from __future__ import annotations
 
 import json
 import os
-import re
 import socket
-import sys
 import time
 from typing import Any, Dict, List, Optional, Tuple
-
-from introspect.remote import common
 
 
 def check_endpoint(endpoint: Optional[str], model_path: str, timeout: float,
@@ -25,8 +22,8 @@ def check_endpoint(endpoint: Optional[str], model_path: str, timeout: float,
        "matched": null | {"id", "root", "by"},
        "completion": null | {"ok", "status", "seconds", "model", "finish_reason", "completion_tokens", "error"}}``
     """
-    out = {"url": endpoint, "skipped": not endpoint, "api_key_env": api_key_env or None,
-           "api_key_present": None, "models": None, "matched": None, "completion": None}  # type: Dict[str, Any]
+    out: Dict[str, Any] = {"url": endpoint, "skipped": not endpoint, "api_key_env": api_key_env or None,
+           "api_key_present": None, "models": None, "matched": None, "completion": None}
     if not endpoint:
         return out
     base = _api_base(endpoint)
@@ -139,13 +136,13 @@ def match_model(models: List[Dict[str, Any]], model_path: str) -> Optional[Dict[
 
 
 def _one_token(base: str, model: Optional[str], headers: Dict[str, str], timeout: float) -> Dict[str, Any]:
-    payload = {"messages": [{"role": "user", "content": "Say OK."}], "max_tokens": 1, "temperature": 0,
-               "stream": False}  # type: Dict[str, Any]
+    payload: Dict[str, Any] = {"messages": [{"role": "user", "content": "Say OK."}], "max_tokens": 1, "temperature": 0,
+               "stream": False}
     if model:
         payload["model"] = model
     status, body, seconds, error = _http(base + "/v1/chat/completions", payload, headers, timeout)
-    out = {"ok": False, "status": status, "seconds": seconds, "model": model, "finish_reason": None,
-           "completion_tokens": None, "error": error}  # type: Dict[str, Any]
+    out: Dict[str, Any] = {"ok": False, "status": status, "seconds": seconds, "model": model, "finish_reason": None,
+           "completion_tokens": None, "error": error}
     if error is not None:
         return out
     choices = body.get("choices") if isinstance(body, dict) else None
@@ -158,91 +155,3 @@ def _one_token(base: str, model: Optional[str], headers: Dict[str, str], timeout
     out["ok"] = True
     return out
 
-
-def check_disk(output_dir: Optional[str]) -> Dict[str, Any]:
-    """Free space where the data will be written: the nearest existing parent of output_dir.
-
-    ``{"output_dir", "defaulted", "checked_path", "exists", "writable", "free_bytes", "total_bytes"}``
-    """
-    defaulted = not output_dir
-    target = resolve_path(output_dir) if output_dir else os.path.expanduser("~")
-    checked = target
-    # The output dir usually does not exist yet; its filesystem is its nearest parent's.
-    while not os.path.exists(checked):
-        parent = os.path.dirname(checked)
-        if parent == checked:
-            break
-        checked = parent
-    stat = os.statvfs(checked)
-    return {"output_dir": target, "defaulted": defaulted, "checked_path": checked,
-            "exists": os.path.isdir(target), "writable": os.access(checked, os.W_OK | os.X_OK),
-            "free_bytes": stat.f_bavail * stat.f_frsize, "total_bytes": stat.f_blocks * stat.f_frsize}
-
-
-def check_packages(model_path: str, packages: List[str]) -> Dict[str, Any]:
-    """The pipeline's distributions, and the modules the tokenizer's own code imports.
-
-    ``{"python", "prefix", "in_venv", "tokenizer_code": [files],
-       "items": [{"name", "kind": "distribution" | "module", "required_by", "version",
-                  "available", "install"}], "missing": [pip names]}``
-    """
-    from introspect.remote import env_probe
-
-    items = []  # type: List[Dict[str, Any]]
-    for name in packages:
-        version = env_probe.package_version(name)
-        items.append({"name": name, "kind": "distribution", "required_by": "pipeline", "version": version,
-                      "available": version is not None, "install": name})
-    code_files, modules = _tokenizer_code_imports(model_path)
-    described, _missing, _errs = env_probe.describe_modules(modules)
-    listed = set(_normalise(i["name"]) for i in items)
-    for module in modules:
-        info = described.get(module) or {}
-        install = info.get("distribution") or module
-        if _normalise(module) in listed or _normalise(install) in listed:
-            continue  # already checked as a pipeline distribution
-        version = env_probe.package_version(install) if info.get("available") else None
-        items.append({"name": module, "kind": "module", "required_by": "tokenizer code", "version": version,
-                      "available": bool(info.get("available")), "install": install})
-    missing = [i["install"] for i in items if not i["available"]]
-    return {"python": sys.executable, "prefix": sys.prefix,
-            "in_venv": sys.prefix != getattr(sys, "base_prefix", sys.prefix), "tokenizer_code": code_files,
-            "items": items, "missing": sorted(set(missing), key=missing.index)}
-
-
-def _normalise(name: str) -> str:
-    return re.sub(r"[-_.]+", "-", name).lower()
-
-
-def _tokenizer_code_imports(model_path: str) -> Tuple[List[str], List[str]]:
-    """(code files, third-party modules) of the tokenizer's auto_map code, followed transitively."""
-    from introspect.remote import files_probe
-
-    if not os.path.isdir(model_path):
-        return [], []
-    refs = []  # type: List[Tuple[str, str]]
-    for name in ("tokenizer_config.json", "config.json"):
-        value, _err = common.read_json_capped(os.path.join(model_path, name))
-        amap = value.get("auto_map") if isinstance(value, dict) else None
-        tok_ref = amap.get("AutoTokenizer") if isinstance(amap, dict) else None
-        if tok_ref:
-            refs.extend(files_probe.auto_map_references({"auto_map": {"AutoTokenizer": tok_ref}}, name + ":"))
-    if not refs:
-        return [], []
-    local = set(n[:-3] for n in os.listdir(model_path) if n.endswith(".py") and n[:-3].isidentifier())
-    entries, _truncated, _errors = files_probe.collect_custom_code(model_path, refs, local, common.DEFAULT_JSON_CAP)
-    modules = []  # type: List[str]
-    for entry in entries:
-        for module in entry.get("imports") or []:
-            if module not in modules:
-                modules.append(module)
-    return [e["file"] for e in entries], modules
-
-
-def resolve_path(path: str) -> str:
-    # Isolated tasks run with a private temp dir as cwd: a relative path means the
-    # login directory, as it would in an interactive ssh session.
-    path = os.path.expanduser(path)
-    if path and not os.path.isabs(path):
-        path = os.path.join(os.path.expanduser("~"), path)
-    return path

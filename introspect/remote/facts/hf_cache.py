@@ -1,4 +1,4 @@
-"""The Hugging Face hub cache on the host, read with the standard library (issue 8).
+"""The Hugging Face hub cache on the host, read with the standard library.
 
 Runs on the host under its own interpreter: standard library only, Python 3.8+.
 Nothing here raises to the caller; problems come back as error records
@@ -15,9 +15,8 @@ Where the cache is: an explicit directory, else ``HF_HUB_CACHE``, else the legac
 ``HUGGINGFACE_HUB_CACHE``, else ``HF_HOME/hub``, else ``$XDG_CACHE_HOME/huggingface/hub``,
 else ``~/.cache/huggingface/hub`` (the order huggingface_hub.constants uses).
 
-Task "resolve": request ``{"spec": "org/name[@REV]", "cache_dir": optional}`` ->
-``{"path", "repo_id", "revision", "commit", "refs", "cached_revisions": [...],
-"cache_dir", "errors"}``. Without ``@REV`` the newest snapshot (by the snapshot
+Used by the tasks "resolve" (a hub id to a snapshot directory) and "discover"
+(every cached model). Without ``@REV`` the newest snapshot (by the snapshot
 directory's mtime, which moves whenever a file lands in it) wins; ``@REV`` is a
 ref name (branch or tag, as in ``refs/``) or a commit hash or unique prefix of one.
 """
@@ -29,7 +28,7 @@ import re
 import stat
 from typing import Any, Dict, List, Optional, Tuple
 
-from introspect.remote import common
+from ..contract import ErrorRecord, error_record
 
 PROBE = "hf_cache"
 REPO_PREFIX = {"model": "models", "dataset": "datasets", "space": "spaces"}
@@ -41,8 +40,8 @@ _COMMIT_RE = re.compile(r"^[0-9a-fA-F]{4,64}$")
 _NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
 
 
-def _err(kind: str, message: str, path: Optional[str] = None) -> Dict[str, Any]:
-    return common.error(kind, message, path, probe=PROBE)
+def _err(kind: str, message: str, path: Optional[str] = None) -> ErrorRecord:
+    return error_record(kind, message, path, probe=PROBE)
 
 
 # --------------------------------------------------------------------------- location
@@ -85,7 +84,7 @@ def parse_spec(spec: str) -> Tuple[Optional[str], Optional[str], Optional[str]]:
     if not isinstance(spec, str) or not spec.strip():
         return None, None, "an empty model id"
     text = spec.strip()
-    revision = None  # type: Optional[str]
+    revision: Optional[str] = None
     if "@" in text:
         text, revision = text.split("@", 1)
         if not revision:
@@ -99,14 +98,14 @@ def parse_spec(spec: str) -> Tuple[Optional[str], Optional[str], Optional[str]]:
 # --------------------------------------------------------------------------- reading
 
 
-def _is_dir(path: str) -> bool:
+def is_dir(path: str) -> bool:
     try:
         return stat.S_ISDIR(os.stat(path).st_mode)
     except (OSError, ValueError):
         return False
 
 
-def list_repos(cache: str, repo_type: str = "model") -> Tuple[List[Dict[str, Any]], List[Dict[str, Any]]]:
+def list_repos(cache: str, repo_type: str = "model") -> Tuple[List[Dict[str, Any]], List[ErrorRecord]]:
     """Repo folders of one type in the cache: [{"repo_id", "repo_type", "path"}], errors."""
     if not os.path.lexists(cache):
         return [], []
@@ -115,8 +114,8 @@ def list_repos(cache: str, repo_type: str = "model") -> Tuple[List[Dict[str, Any
     except OSError as exc:
         return [], [_err("permission-denied" if isinstance(exc, PermissionError) else "os-error",
                          "%s: %s" % (cache, exc.strerror or exc), cache)]
-    repos = []
-    errors = []  # type: List[Dict[str, Any]]
+    repos: List[Dict[str, Any]] = []
+    errors: List[ErrorRecord] = []
     for name in names:
         parsed = parse_repo_folder(name)
         if parsed is None or parsed[0] != repo_type:
@@ -126,17 +125,17 @@ def list_repos(cache: str, repo_type: str = "model") -> Tuple[List[Dict[str, Any
                                % (MAX_REPOS, cache, MAX_REPOS), cache))
             break
         path = os.path.join(cache, name)
-        if _is_dir(path):
+        if is_dir(path):
             repos.append({"repo_id": parsed[1], "repo_type": parsed[0], "path": path})
     return repos, errors
 
 
-def read_refs(repo_path: str) -> Tuple[Dict[str, str], List[Dict[str, Any]]]:
+def read_refs(repo_path: str) -> Tuple[Dict[str, str], List[ErrorRecord]]:
     """{ref name: commit} from ``refs/`` (nested names such as ``pr/1`` included)."""
     refs_dir = os.path.join(repo_path, "refs")
-    refs = {}  # type: Dict[str, str]
-    errors = []  # type: List[Dict[str, Any]]
-    if not _is_dir(refs_dir):
+    refs: Dict[str, str] = {}
+    errors: List[ErrorRecord] = []
+    if not is_dir(refs_dir):
         return refs, errors
     # followlinks=False: a ref tree is plain files; a link loop there must not spin us.
     for dirpath, dirnames, filenames in os.walk(refs_dir, onerror=None, followlinks=False):
@@ -157,7 +156,7 @@ def read_refs(repo_path: str) -> Tuple[Dict[str, str], List[Dict[str, Any]]]:
     return refs, errors
 
 
-def list_revisions(repo_path: str) -> Tuple[List[Dict[str, Any]], List[Dict[str, Any]]]:
+def list_revisions(repo_path: str) -> Tuple[List[Dict[str, Any]], List[ErrorRecord]]:
     """Snapshots of one repo, newest first: [{"commit", "path", "mtime", "refs"}], errors."""
     refs, errors = read_refs(repo_path)
     snapshots = os.path.join(repo_path, "snapshots")
@@ -169,7 +168,7 @@ def list_revisions(repo_path: str) -> Tuple[List[Dict[str, Any]], List[Dict[str,
         errors.append(_err("permission-denied" if isinstance(exc, PermissionError) else "os-error",
                            "%s: %s" % (snapshots, exc.strerror or exc), snapshots))
         return [], errors
-    by_commit = {}  # type: Dict[str, List[str]]
+    by_commit: Dict[str, List[str]] = {}
     for ref, commit in sorted(refs.items()):
         by_commit.setdefault(commit, []).append(ref)
     revisions = []
@@ -198,7 +197,7 @@ def describe_revisions(revisions: List[Dict[str, Any]]) -> str:
     return ", ".join(out)
 
 
-# --------------------------------------------------------------------------- resolve
+# --------------------------------------------------------------------------- choosing a revision
 
 
 def pick_revision(revisions: List[Dict[str, Any]], refs: Dict[str, str],
@@ -223,53 +222,3 @@ def pick_revision(revisions: List[Dict[str, Any]], refs: Dict[str, str],
     if len(matches) > 1:
         return None, "commit prefix %r is ambiguous (%s)" % (wanted, describe_revisions(matches))
     return None, "no cached commit or ref matches %r" % wanted
-
-
-def _cached_summary(revisions: List[Dict[str, Any]]) -> List[Dict[str, Any]]:
-    return [{"commit": r["commit"], "refs": list(r["refs"]), "mtime": r["mtime"], "path": r["path"]}
-            for r in revisions]
-
-
-def resolve(request: Dict[str, Any]) -> Dict[str, Any]:
-    """Task "resolve": a hub model id to the snapshot directory in this host's cache."""
-    cache = cache_dir(request.get("cache_dir"))
-    out = {"spec": request.get("spec"), "cache_dir": cache, "path": None, "repo_id": None,
-           "revision": None, "commit": None, "refs": [], "cached_revisions": [],
-           "errors": []}  # type: Dict[str, Any]
-    repo_id, wanted, problem = parse_spec(str(request.get("spec") or ""))
-    if problem is not None:
-        out["errors"].append(_err("bad-spec", problem))
-        return out
-    out["repo_id"], out["revision"] = repo_id, wanted
-    repo_path = os.path.join(cache, repo_folder_name(repo_id))
-    if not _is_dir(repo_path):
-        out["errors"].append(_not_cached(cache, repo_id))
-        return out
-    refs, ref_errors = read_refs(repo_path)
-    revisions, rev_errors = list_revisions(repo_path)
-    out["errors"].extend(ref_errors + rev_errors)
-    out["cached_revisions"] = _cached_summary(revisions)
-    chosen, why = pick_revision(revisions, refs, wanted)
-    if chosen is None:
-        out["errors"].append(_err("revision-not-cached", "%s: %s; cached revisions: %s"
-                                  % (repo_id, why, describe_revisions(revisions)), repo_path))
-        return out
-    out["path"], out["commit"], out["refs"] = chosen["path"], chosen["commit"], list(chosen["refs"])
-    if wanted is None:
-        out["revision"] = chosen["refs"][0] if chosen["refs"] else chosen["commit"]
-    return out
-
-
-def _not_cached(cache: str, repo_id: str) -> Dict[str, Any]:
-    repos, _errors = list_repos(cache)
-    names = [r["repo_id"] for r in repos]
-    # The nearest cached ids first: same name under another org, then the same org.
-    tail = repo_id.split("/")[-1].lower()
-    related = [n for n in names if n.split("/")[-1].lower() == tail or n.lower().startswith(repo_id.split("/")[0].lower() + "/")]
-    if not os.path.lexists(cache):
-        msg = "%s is not cached: there is no hub cache at %s" % (repo_id, cache)
-    else:
-        shown = related or names[:20]
-        msg = "%s is not in the hub cache %s; cached models: %s" % (
-            repo_id, cache, ", ".join(shown) if shown else "none")
-    return _err("not-cached", msg, cache)

@@ -1,4 +1,4 @@
-"""Remote task "fingerprint": a cheap digest of everything a probe's facts depend on.
+"""Section ``fingerprint``: a cheap digest of everything a probe's facts depend on.
 
 Standard library only, Python 3.8+. It stats (never reads) the model dir's
 entries and the interpreter's import path dirs: a changed file, shard, custom
@@ -11,13 +11,15 @@ from __future__ import annotations
 import hashlib
 import os
 import sys
-from typing import Any, Dict, List
+from typing import Any, List
+
+from ..contract import Fingerprint
 
 MAX_ENTRIES = 20000
 
 
 def _stat_entries(path: str) -> List[List[Any]]:
-    out = []  # type: List[List[Any]]
+    out: List[List[Any]] = []
     try:
         names = sorted(os.listdir(path))[:MAX_ENTRIES]
     except OSError as exc:
@@ -32,7 +34,7 @@ def _stat_entries(path: str) -> List[List[Any]]:
 
 
 def _import_path_state() -> List[List[Any]]:
-    out = []  # type: List[List[Any]]
+    out: List[List[Any]] = []
     for entry in sys.path:
         if entry and os.path.isdir(entry):
             try:
@@ -42,15 +44,13 @@ def _import_path_state() -> List[List[Any]]:
     return out
 
 
-def compute(model_path: str) -> Dict[str, Any]:
+def compute(model_path: str) -> Fingerprint:
+    """The digest of the model dir's entries, the interpreter and its import path."""
+    entries = _stat_entries(model_path)
     state = {
-        "model": _stat_entries(model_path),
+        "model": entries,
         "python": [sys.executable, list(sys.version_info[:3])],
         "import_path": _import_path_state(),
     }
     digest = hashlib.sha256(repr(state).encode("utf-8")).hexdigest()
-    return {"digest": digest, "entries": len(state["model"])}
-
-
-def run(request: Dict[str, Any]) -> Dict[str, Any]:
-    return compute(str(request["model_path"]))
+    return Fingerprint(digest=digest, entries=len(entries))

@@ -1,4 +1,4 @@
-"""Helpers shared by the remote probes.
+"""Capped file readers that never raise, and the pass that keeps a reply valid JSON.
 
 Runs on the host under its own interpreter: standard library only, Python 3.8+.
 Every reader returns ``(value, error)`` instead of raising, so one bad file
@@ -11,26 +11,9 @@ import hashlib
 import json
 import math
 import os
-from typing import Any, Dict, Optional, Tuple
+from typing import Any, Optional, Tuple
 
-DEFAULT_JSON_CAP = 16 * 1024 * 1024  # bytes; issue 6: big JSON is refused, not read
-
-
-def error(kind: str, message: str, path: Optional[str] = None, probe: Optional[str] = None) -> Dict[str, Any]:
-    """One error record, the shape every probe reports: {probe?, type, message, path?}."""
-    out = {"type": kind, "message": message}  # type: Dict[str, Any]
-    if path is not None:
-        out["path"] = path
-    if probe is not None:
-        out["probe"] = probe
-    return out
-
-
-def tag(record: Dict[str, Any], probe: str) -> Dict[str, Any]:
-    """A copy of an error record (e.g. from a reader here) naming the probe that reports it."""
-    out = dict(record)
-    out["probe"] = probe
-    return out
+from .contract import DEFAULT_JSON_CAP, ErrorRecord, error_record
 
 
 def reject_constant(name: str) -> float:
@@ -38,14 +21,14 @@ def reject_constant(name: str) -> float:
     raise ValueError("non-standard JSON constant %s" % name)
 
 
-def read_text_capped(path: str, cap: int = DEFAULT_JSON_CAP) -> Tuple[Optional[str], Optional[Dict[str, Any]]]:
+def read_text_capped(path: str, cap: int = DEFAULT_JSON_CAP) -> Tuple[Optional[str], Optional[ErrorRecord]]:
     """Read a UTF-8 text file of at most ``cap`` bytes."""
     try:
         size = os.path.getsize(path)
     except OSError as exc:
-        return None, error(_os_error_kind(exc), "%s: %s" % (path, exc.strerror or exc), path)
+        return None, error_record(os_error_kind(exc), "%s: %s" % (path, exc.strerror or exc), path)
     if size > cap:
-        return None, error(
+        return None, error_record(
             "too-large",
             "%s is %d bytes, above the %d-byte cap (raise it with --max-json-bytes)" % (path, size, cap),
             path,
@@ -54,45 +37,45 @@ def read_text_capped(path: str, cap: int = DEFAULT_JSON_CAP) -> Tuple[Optional[s
         with open(path, "rb") as fh:
             raw = fh.read(cap + 1)
     except OSError as exc:
-        return None, error(_os_error_kind(exc), "%s: %s" % (path, exc.strerror or exc), path)
+        return None, error_record(os_error_kind(exc), "%s: %s" % (path, exc.strerror or exc), path)
     try:
         return raw.decode("utf-8"), None
     except UnicodeDecodeError as exc:
-        return None, error("not-utf8", "%s is not UTF-8 (byte %d)" % (path, exc.start), path)
+        return None, error_record("not-utf8", "%s is not UTF-8 (byte %d)" % (path, exc.start), path)
 
 
 def read_json_capped(
     path: str, cap: int = DEFAULT_JSON_CAP, want_object: bool = True
-) -> Tuple[Any, Optional[Dict[str, Any]]]:
+) -> Tuple[Any, Optional[ErrorRecord]]:
     """Parse a JSON file; refuse files above ``cap``, NaN, and (by default) non-objects."""
     text, err = read_text_capped(path, cap)
-    if err is not None:
+    if text is None:
         return None, err
     if not text.strip():
-        return None, error("malformed-json", "%s is empty" % path, path)
+        return None, error_record("malformed-json", "%s is empty" % path, path)
     try:
         value = json.loads(text, parse_constant=reject_constant)
     except (ValueError, RecursionError) as exc:
-        return None, error("malformed-json", "%s: %s" % (path, exc), path)
+        return None, error_record("malformed-json", "%s: %s" % (path, exc), path)
     if want_object and not isinstance(value, dict):
-        return None, error(
+        return None, error_record(
             "malformed-json", "%s holds a JSON %s, expected an object" % (path, type(value).__name__), path
         )
     return value, None
 
 
-def sha256_file(path: str, limit: Optional[int] = None) -> Tuple[Optional[str], Optional[Dict[str, Any]]]:
+def sha256_file(path: str, limit: Optional[int] = None) -> Tuple[Optional[str], Optional[ErrorRecord]]:
     """sha256 of a file (streamed). ``limit`` refuses files larger than that many bytes."""
     try:
         if limit is not None and os.path.getsize(path) > limit:
-            return None, error("too-large", "%s is larger than %d bytes; not hashed" % (path, limit), path)
+            return None, error_record("too-large", "%s is larger than %d bytes; not hashed" % (path, limit), path)
         digest = hashlib.sha256()
         with open(path, "rb") as fh:
             for block in iter(lambda: fh.read(1 << 20), b""):
                 digest.update(block)
         return digest.hexdigest(), None
     except OSError as exc:
-        return None, error(_os_error_kind(exc), "%s: %s" % (path, exc.strerror or exc), path)
+        return None, error_record(os_error_kind(exc), "%s: %s" % (path, exc.strerror or exc), path)
 
 
 def sha256_text(text: str) -> str:
@@ -110,7 +93,8 @@ def json_safe(value: Any) -> Any:
     return value
 
 
-def _os_error_kind(exc: OSError) -> str:
+def os_error_kind(exc: OSError) -> str:
+    """The error type of an OSError: not-found, permission-denied, symlink-loop ..."""
     import errno
 
     if exc.errno == errno.ENOENT:
@@ -126,5 +110,6 @@ def _os_error_kind(exc: OSError) -> str:
     return "os-error"
 
 
-def os_error(exc: OSError, path: str) -> Dict[str, Any]:
-    return error(_os_error_kind(exc), "%s: %s" % (path, exc.strerror or exc), path)
+def os_error(exc: OSError, path: str) -> ErrorRecord:
+    """The error record of a failed OS call on ``path``."""
+    return error_record(os_error_kind(exc), "%s: %s" % (path, exc.strerror or exc), path)

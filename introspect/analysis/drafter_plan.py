@@ -1,0 +1,168 @@
+"""What a DFlash or EAGLE-3 drafter for this target needs, and a config skeleton. Pure.
+
+Layer ids, two conventions (both stated in the plan):
+
+* **decoder-layer outputs, 0-based**: id ``i`` is the output of decoder layer ``i``;
+  DFlash's ``target_layer_ids`` and the published EAGLE-3 ``eagle_aux_hidden_state_layer_ids``
+  use it;
+* **hidden-states index** = id + 1: HF ``output_hidden_states`` puts the embeddings
+  at index 0, and SGLang / vLLM capture "before layer id + 1"
+  (sglang/srt/models/deepseek_v2.py ``set_dflash_layers_to_capture``: ``val + 1``).
+
+DFlash spreads ``k`` ids evenly over the target's ``n`` layers with SGLang's
+``build_target_layer_ids`` (sglang/srt/speculative/dflash_utils.py):
+``round(1 + i * (n - 4) / (k - 1))`` for i in 0..k-1 (``[n // 2]`` when k = 1). For
+Kimi-K2.5 (n = 61, k = 6) that gives [1, 12, 24, 35, 47, 58], the published
+drafter's ids. EAGLE-3's default capture points are hidden-states indices
+``[2, n // 2, n - 3]`` (sglang/srt/models/llama.py ``set_eagle3_layers_to_capture``),
+i.e. decoder outputs ``[1, n // 2 - 1, n - 4]``.
+
+The mask token follows preflight's order of preference: the tokenizer's own mask
+token, else ``[UNK]`` (what the published Kimi-K2.5 DFlash drafter uses), else a
+reserved placeholder token, else the first embedding row no token has. Here it is
+not checked against the chat template; ``introspect preflight`` does that.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from introspect.analysis.findings import Finding, make
+from introspect.remote.contract import as_dict
+
+DEFAULT_DRAFT_LAYERS = 6
+DEFAULT_BLOCK_SIZE = 8  # a training choice; the published Kimi-K2.5 DFlash drafter uses 8
+DEFAULT_DRAFT_VOCAB = 32000  # EAGLE-3's usual reduced draft vocabulary
+_RESERVED = re.compile(r"reserved|unused", re.I)
+
+
+
+def _int(value: Any) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def spread_layer_ids(num_layers: int, count: int) -> list[int]:
+    """SGLang's ``build_target_layer_ids``: ``count`` 0-based decoder layers spread over ``num_layers``."""
+    if num_layers < 4 or count < 1:
+        raise ValueError(f"need at least 4 target layers and 1 draft layer, got {num_layers} and {count}")
+    if count == 1:
+        return [num_layers // 2]
+    span = num_layers - 4  # from layer 1 to layer n - 3
+    return [int(round(1 + i * span / (count - 1))) for i in range(count)]
+
+
+def eagle3_layer_ids(num_layers: int) -> list[int]:
+    """EAGLE-3's default auxiliary layers as 0-based decoder-layer outputs."""
+    return [1, num_layers // 2 - 1, num_layers - 4]
+
+
+def mask_token(tokenizer: dict[str, Any], vocab: int | None) -> dict[str, Any] | None:
+    tok_len = _int(tokenizer.get("len")) or _int(tokenizer.get("vocab_size"))
+    taken = {_int(as_dict(tokenizer.get(k)).get("id")) for k in ("pad", "eos", "bos")}
+    mask = as_dict(tokenizer.get("mask"))
+    if _int(mask.get("id")) is not None:
+        return {"id": mask["id"], "token": mask.get("token"), "kind": "mask_token"}
+    unk = as_dict(tokenizer.get("unk"))
+    if _int(unk.get("id")) is not None and unk["id"] not in taken:
+        return {"id": unk["id"], "token": unk.get("token"), "kind": "unk"}
+    for item in tokenizer.get("special_tokens") or []:
+        item = as_dict(item)
+        if _int(item.get("id")) is not None and item["id"] not in taken and _RESERVED.search(str(item.get("token"))):
+            return {"id": item["id"], "token": item.get("token"), "kind": "reserved"}
+    if tok_len is not None and vocab is not None and vocab > tok_len:
+        return {"id": tok_len, "token": None, "kind": "unassigned-row"}
+    return None
+
+
+def stop_ids(tokenizer: dict[str, Any], generation_config: Any) -> list[int]:
+    """The tokenizer's EOS plus generation_config's eos_token_id(s): where a turn ends."""
+    ids = set()
+    eos = _int(as_dict(tokenizer.get("eos")).get("id"))
+    if eos is not None:
+        ids.add(eos)
+    gen = as_dict(generation_config).get("eos_token_id")
+    for value in gen if isinstance(gen, list) else [gen]:
+        if _int(value) is not None:
+            ids.add(value)
+    return sorted(ids)
+
+
+def drafter_plan(arch: dict[str, Any], tokenizer: Any, generation_config: Any,
+                 draft_layers: int = DEFAULT_DRAFT_LAYERS) -> dict[str, Any] | None:
+    """The target-derived fields of a DFlash and an EAGLE-3 drafter; None without layer count."""
+    layers, hidden, vocab = _int(arch.get("num_layers")), _int(arch.get("hidden_size")), _int(arch.get("vocab_size"))
+    if layers is None or layers < 4:
+        return None
+    tok = as_dict(tokenizer)
+    dflash_ids = spread_layer_ids(layers, draft_layers)
+    eagle_ids = eagle3_layer_ids(layers)
+    common = {"hidden_size": hidden, "vocab_size": vocab, "num_target_layers": layers,
+              "stop_ids": stop_ids(tok, generation_config)}
+    return {
+        "convention": "layer ids are 0-based decoder-layer outputs; hidden-states index = id + 1 "
+                      "(embeddings at 0; SGLang/vLLM capture before layer id + 1)",
+        "dflash": dict(common, draft_layers=draft_layers, block_size=DEFAULT_BLOCK_SIZE,
+                       target_layer_ids=dflash_ids, hidden_states_indices=[i + 1 for i in dflash_ids],
+                       rule="round(1 + i * (n - 4) / (k - 1)), SGLang build_target_layer_ids",
+                       mask_token=mask_token(tok, vocab)),
+        "eagle3": dict(common, draft_vocab_size=min(DEFAULT_DRAFT_VOCAB, vocab) if vocab else None,
+                       aux_layer_ids=eagle_ids, hidden_states_indices=[i + 1 for i in eagle_ids],
+                       rule="[1, n // 2 - 1, n - 4] (capture before [2, n // 2, n - 3])"),
+    }
+
+
+def check_drafters(plan: dict[str, Any] | None, drafters: Any) -> list[Finding]:
+    """A drafter beside the model that disagrees with its target is a finding."""
+    if plan is None:
+        return []
+    out = []
+    for drafter in drafters if isinstance(drafters, list) else []:
+        drafter = as_dict(drafter)
+        if drafter.get("kind") not in ("dflash", "eagle3") or drafter.get("error"):
+            continue
+        problems = _mismatches(plan[drafter["kind"]], drafter)
+        if problems:
+            out.append(make("warning", "drafter-mismatch",
+                               f"drafter {drafter.get('path')} does not match its target: " + "; ".join(problems),
+                               "retrain or re-export the drafter for this target (see the plan's drafter fields)"))
+    return out
+
+
+def _mismatches(want: dict[str, Any], drafter: dict[str, Any]) -> list[str]:
+    problems = []
+    for key in ("hidden_size", "vocab_size", "num_target_layers"):
+        have = drafter.get(key)
+        if have is not None and want.get(key) is not None and have != want[key]:
+            problems.append(f"{key} {have}, target {want[key]}")
+    layers = want["num_target_layers"]
+    ids = drafter.get("target_layer_ids") or []
+    outside = [i for i in ids if not isinstance(i, int) or not 0 <= i < layers]
+    if outside:
+        problems.append(f"layer ids {outside} outside the target's 0..{layers - 1}")
+    mask, vocab = drafter.get("mask_token_id"), want.get("vocab_size")
+    if isinstance(mask, int) and isinstance(vocab, int) and not 0 <= mask < vocab:
+        problems.append(f"mask_token_id {mask} outside the vocab {vocab}")
+    return problems
+
+
+def drafter_config(plan: dict[str, Any], kind: str, target_architecture: str | None) -> dict[str, Any]:
+    """A config.json skeleton a drafter training script can start from."""
+    fields = plan[kind]
+    note = {"target_architecture": target_architecture, "convention": plan["convention"],
+            "stop_ids": fields["stop_ids"], "rule": fields["rule"]}
+    if kind == "dflash":
+        mask = as_dict(fields.get("mask_token"))
+        dflash = {"target_layer_ids": fields["target_layer_ids"], "mask_token_id": mask.get("id")}
+        if mask.get("token") is not None:
+            dflash["mask_token"] = mask["token"]
+        return {"architectures": ["DFlashDraftModel"], "model_type": "qwen3", "hidden_size": fields["hidden_size"],
+                "vocab_size": fields["vocab_size"], "num_hidden_layers": fields["draft_layers"],
+                "num_target_layers": fields["num_target_layers"], "block_size": fields["block_size"],
+                "dflash_config": dflash, "introspect": note}
+    return {"architectures": ["LlamaForCausalLMEagle3"], "model_type": "llama", "hidden_size": fields["hidden_size"],
+            "vocab_size": fields["vocab_size"], "draft_vocab_size": fields["draft_vocab_size"],
+            "num_hidden_layers": 1,
+            "eagle_config": {"eagle_aux_hidden_state_layer_ids": fields["aux_layer_ids"],
+                             "use_aux_hidden_state": True},
+            "introspect": note}

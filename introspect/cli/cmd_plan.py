@@ -1,0 +1,111 @@
+"""``introspect plan``: the memory / parallelism plan of a saved profile, offline.
+
+Also home of ``--emit-drafter-config`` (used by ``probe`` too): a DFlash or EAGLE-3
+drafter config skeleton derived from the target.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import sys
+from pathlib import Path
+from typing import Any
+
+import click
+
+from introspect.analysis.drafter_plan import drafter_config, spread_layer_ids
+from introspect.analysis.plan import DEFAULT_FRACTION, GpuBudget
+from introspect.analysis.serving import replan
+from introspect.errors import InputError, UsageError
+from introspect.remote.contract import as_dict
+
+DRAFTER_KINDS = ("dflash", "eagle3")
+_UNITS = {"": 1, "b": 1, "kb": 10**3, "mb": 10**6, "gb": 10**9, "tb": 10**12,
+          "k": 2**10, "m": 2**20, "g": 2**30, "t": 2**40,
+          "kib": 2**10, "mib": 2**20, "gib": 2**30, "tib": 2**40}
+_SIZE = re.compile(r"^\s*([0-9]+(?:\.[0-9]+)?)\s*([a-zA-Z]*)\s*$")
+
+
+
+def parse_size(text: str) -> int:
+    """"96GiB" -> bytes. GB/MB are decimal, GiB/MiB (and bare G/M) binary, a plain number is bytes."""
+    found = _SIZE.match(text or "")
+    unit = found.group(2).lower() if found else None
+    if found is None or unit not in _UNITS:
+        raise UsageError(f"--gpu-mem {text!r} is not a memory size",
+                         hint="write it like 96GiB, 141GB or 80G (G = GiB)")
+    return int(float(found.group(1)) * _UNITS[unit])
+
+
+def read_profile(path: str) -> dict[str, Any]:
+    try:
+        text = sys.stdin.read() if path == "-" else Path(path).read_text(encoding="utf-8")
+        profile = json.loads(text)
+    except (OSError, UnicodeDecodeError, ValueError) as exc:
+        raise InputError(f"cannot read a profile from {path}: {exc}",
+                         hint="pass a file written by `introspect probe --output` (or --json)") from None
+    if not isinstance(profile, dict) or profile.get("schema") != "introspect.profile/v1":
+        raise InputError(f"{path} is not an introspect profile",
+                         hint="pass a file written by `introspect probe --output` (or --json)")
+    return profile
+
+
+def drafter_skeleton(profile: dict[str, Any], kind: str, draft_layers: int | None = None) -> dict[str, Any]:
+    arch = as_dict(profile.get("architecture"))
+    plan = as_dict(arch.get("speculative")).get("drafter_plan")
+    if not isinstance(plan, dict):
+        raise InputError("the profile has no drafter plan (its layer count is unknown)",
+                         hint="probe a model directory whose config.json gives num_hidden_layers")
+    if draft_layers is not None and kind == "dflash":
+        ids = spread_layer_ids(plan["dflash"]["num_target_layers"], draft_layers)
+        plan = dict(plan, dflash=dict(plan["dflash"], draft_layers=draft_layers, target_layer_ids=ids,
+                                      hidden_states_indices=[i + 1 for i in ids]))
+    archs = arch.get("architectures") or [None]
+    return drafter_config(plan, kind, archs[0])
+
+
+def write_drafter_config(profile: dict[str, Any], kind: str, path: str, draft_layers: int | None = None) -> None:
+    from introspect.cli.cmd_probe import write_json
+
+    write_json(path, drafter_skeleton(profile, kind, draft_layers))
+    click.echo(f"wrote a {kind} drafter config skeleton to {path}", err=True)
+
+
+@click.command("plan")
+@click.argument("profile_file", type=click.Path(dir_okay=False, allow_dash=True))
+@click.option("--gpus", type=click.IntRange(1, 1024), help="GPU count (default: the probed host's).")
+@click.option("--gpu-mem", help="Memory of one GPU, e.g. 96GiB, 141GB (default: the probed host's).")
+@click.option("--mem-fraction", type=click.FloatRange(0.05, 1.0), default=DEFAULT_FRACTION, show_default=True,
+              help="Share of GPU memory for weights and KV cache (SGLang --mem-fraction-static).")
+@click.option("--json", "as_json", is_flag=True, help="Print the plan section as JSON.")
+@click.option("--emit-drafter-config", "emit", nargs=2, type=(click.Choice(DRAFTER_KINDS), click.Path(dir_okay=False)),
+              help="Write a DFlash or EAGLE-3 drafter config skeleton: KIND FILE.")
+@click.option("--draft-layers", type=click.IntRange(1, 64), help="DFlash draft layers (target layer ids).")
+def plan(profile_file: str, gpus: int | None, gpu_mem: str | None, mem_fraction: float, as_json: bool,
+         emit: tuple[str, str] | None, draft_layers: int | None) -> int:
+    """Which TP / EP / PP layouts fit, with how much KV cache, from a saved profile."""
+    profile = read_profile(profile_file)
+    probed = as_dict(as_dict(profile.get("plan")).get("gpus"))
+    if (gpus is None or gpu_mem is None) and not probed:
+        raise UsageError("the profile has no GPU facts", hint="pass --gpus N and --gpu-mem SIZE (e.g. 96GiB)")
+    budget = GpuBudget(count=gpus or int(probed.get("count") or 0),
+                       memory_bytes=parse_size(gpu_mem) if gpu_mem else int(probed.get("memory_bytes") or 0),
+                       name=None if gpu_mem else probed.get("name"),
+                       source="flags" if gpus or gpu_mem else str(probed.get("source")))
+    profile = dict(profile, plan=replan(profile, budget, mem_fraction))
+    if emit:
+        write_drafter_config(profile, emit[0], emit[1], draft_layers)
+    if as_json:
+        click.echo(json.dumps(profile["plan"], indent=2))
+    else:
+        from rich.console import Console
+
+        from introspect.cli.render_serving import plan_section
+
+        Console(highlight=False, soft_wrap=False).print(plan_section(profile))
+    if profile["plan"].get("best") is None:
+        click.echo(f"error: {profile['plan'].get('reason')}", err=True)
+        click.echo("fix: add GPUs, use GPUs with more memory, or a smaller (more quantized) checkpoint", err=True)
+        return 1
+    return 0

@@ -1,0 +1,109 @@
+"""Section ``hashes``: sha256 of the small files that define a model's behaviour, shard sizes by stat.
+
+Runs on the host: standard library only, Python 3.8+. What ``introspect diff``
+compares; weights are never read (the index is hashed, each shard only stat'ed).
+Errors are tagged ``discover``, the task that first reported them. Never raises.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+from typing import Any, List, Optional, Tuple
+
+from ..contract import ErrorRecord, HashesFacts, error_record, tag
+from ..readers import os_error, read_json_capped, sha256_file
+from ..sections import HashedFile, WeightsHashes
+from .discovery import MAX_NAMES
+from .listing import scan_names
+from .model_summary import WEIGHT_SUFFIXES
+
+PROBE = "discover"
+MAX_HASH_FILES = 256
+HASHED_SUFFIXES = (".json", ".jinja", ".py", ".model", ".tiktoken", ".txt", ".tokenizer")
+
+
+def _err(kind: str, message: str, path: Optional[str] = None) -> ErrorRecord:
+    return error_record(kind, message, path, probe=PROBE)
+
+
+def _int(value: Any) -> Optional[int]:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def _hash_candidates(names: List[str]) -> List[str]:
+    return [n for n in names if n.endswith(HASHED_SUFFIXES) and not n.endswith(WEIGHT_SUFFIXES)]
+
+
+def collect_hashes(model_path: str, *, json_cap: int) -> Tuple[HashesFacts, List[ErrorRecord]]:
+    """sha256 of the small files that define a model's behaviour, and the weights by their index.
+
+    ``files``: {name: {"sha256", "size"}} for top-level config, tokenizer, template and code
+    files of at most ``json_cap`` bytes (bigger ones are listed in ``skipped``). ``weights``: the
+    ``model.safetensors.index.json`` sha256 and every shard's size (by ``stat``, never read),
+    or the sizes of the weight files when there is no index. Never raises.
+    """
+    facts = HashesFacts(files={}, skipped=[], weights=WeightsHashes(index=None, shards={}, missing_shards=[]),
+                        truncated=False)
+    try:
+        return _collect_hashes(model_path, json_cap, facts)
+    except Exception as exc:  # a bug here costs this section only
+        return facts, [_err("internal-error", "hashes: %s: %s" % (type(exc).__name__, exc), model_path)]
+
+
+def _collect_hashes(model_path: str, cap: int, facts: HashesFacts) -> Tuple[HashesFacts, List[ErrorRecord]]:
+    names, _trunc, err = scan_names(model_path, MAX_NAMES, probe=PROBE)
+    if err is not None:
+        return facts, [err]
+    errors: List[ErrorRecord] = []
+    candidates = _hash_candidates(names)
+    if len(candidates) > MAX_HASH_FILES:
+        facts["truncated"] = True
+        candidates = candidates[:MAX_HASH_FILES]
+    for name in candidates:
+        full = os.path.join(model_path, name)
+        try:
+            st = os.stat(full)
+        except OSError as exc:
+            errors.append(tag(os_error(exc, full), PROBE))
+            continue
+        if not stat.S_ISREG(st.st_mode):
+            continue
+        if st.st_size > cap:
+            facts["skipped"].append({"name": name, "size": st.st_size, "reason": "above the %d-byte cap" % cap})
+            continue
+        digest, herr = sha256_file(full, limit=cap)
+        if herr is not None:
+            errors.append(tag(herr, PROBE))
+            continue
+        facts["files"][name] = HashedFile(sha256=digest, size=st.st_size)
+    facts["weights"] = _weights(model_path, names, cap, errors)
+    return facts, errors
+
+
+def _weights(model_path: str, names: List[str], cap: int, errors: List[ErrorRecord]) -> WeightsHashes:
+    out = WeightsHashes(index=None, shards={}, missing_shards=[])
+    index_name = next((n for n in names if n.endswith(".safetensors.index.json")), None)
+    shard_names = [n for n in names if n.endswith(".safetensors")]
+    if index_name is not None:
+        full = os.path.join(model_path, index_name)
+        digest, herr = sha256_file(full, limit=cap)
+        index, ierr = read_json_capped(full, cap)
+        for problem in (herr, ierr):
+            if problem is not None:
+                errors.append(tag(problem, PROBE))
+        out["index"] = {"file": index_name, "sha256": digest,
+                        "total_size": _int((index or {}).get("metadata", {}).get("total_size"))
+                        if isinstance((index or {}).get("metadata"), dict) else None}
+        wmap = (index or {}).get("weight_map")
+        if isinstance(wmap, dict):
+            shard_names = sorted(set(v for v in wmap.values() if isinstance(v, str)))
+    for shard in shard_names:
+        if "/" in shard or shard.startswith(".."):
+            continue  # an index naming files outside the dir is not followed
+        try:
+            out["shards"][shard] = os.stat(os.path.join(model_path, shard)).st_size  # size only, never data
+        except OSError:
+            out["missing_shards"].append(shard)
+    return out
+

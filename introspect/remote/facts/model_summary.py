@@ -1,0 +1,199 @@
+"""One model directory at a glance, for ``introspect models``: config digest, tokenizer, weights, size.
+
+Runs on the host: standard library only, Python 3.8+. Pure readers of one
+directory (bounded: a few small files, stat of at most MAX_SIZE_FILES files);
+nothing here raises.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+from typing import Any, Dict, List, Optional, Set, Tuple
+
+from ..contract import WRAPPER_TEXT_CONFIG_KEYS
+from ..readers import read_json_capped
+from ..sections import ShortError
+from .drafters import describe_drafter
+
+READ_CAP = 4 * 1024 * 1024        # configs and tokenizer_config.json read at most this big
+MAX_SIZE_FILES = 50000            # files stat'ed for one model's size
+SIZE_DEPTH = 2                    # sub-directory levels summed into a model's size
+WEIGHT_SUFFIXES = (".safetensors", ".gguf", ".bin", ".pt", ".pth", ".ckpt", ".h5", ".msgpack", ".onnx")
+TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "tokenizer.model", "tiktoken.model",
+                   "special_tokens_map.json", "vocab.json", "merges.txt", "vocab.txt", "added_tokens.json",
+                   "chat_template.jinja", "chat_template.json")
+CONFIG_LAYER_KEYS = ("num_hidden_layers", "n_layer", "num_layers", "n_layers")
+
+ConfigRead = Tuple[Any, Optional[ShortError], Optional[int]]  # (value, short error, size)
+
+
+def _int(value: Any) -> Optional[int]:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def _first_int(configs: List[Dict[str, Any]], keys: Tuple[str, ...]) -> Optional[int]:
+    for cfg in configs:
+        for key in keys:
+            if _int(cfg.get(key)) is not None:
+                return cfg[key]
+    return None
+
+
+def config_digest(config: Any) -> Dict[str, Any]:
+    """The few config facts a listing shows, read from the wrapper's text config or the top level."""
+    if not isinstance(config, dict):
+        return {}
+    text = next((config[k] for k in WRAPPER_TEXT_CONFIG_KEYS if isinstance(config.get(k), dict)), None)
+    layers = [c for c in (text, config) if c is not None]
+    archs = config.get("architectures")
+    quant = None
+    for cfg in layers:
+        qc = cfg.get("quantization_config") or cfg.get("compression_config")
+        if isinstance(qc, dict):
+            quant = qc.get("quant_method") or qc.get("format") or "unknown"
+            break
+    dtype = None
+    for cfg in layers:
+        dtype = cfg.get("torch_dtype") or cfg.get("dtype")
+        if isinstance(dtype, str):
+            break
+    return {
+        "model_type": config.get("model_type") if isinstance(config.get("model_type"), str) else None,
+        "text_model_type": text.get("model_type") if text and isinstance(text.get("model_type"), str) else None,
+        "architectures": [a for a in archs if isinstance(a, str)] if isinstance(archs, list) else [],
+        "num_layers": _first_int(layers, CONFIG_LAYER_KEYS),
+        "hidden_size": _first_int(layers, ("hidden_size", "n_embd", "d_model")),
+        "vocab_size": _first_int(layers, ("vocab_size",)),
+        "dtype": dtype if isinstance(dtype, str) else None,
+        "quant_method": quant if isinstance(quant, str) else None,
+        "mtp_layers": _first_int(layers, ("num_nextn_predict_layers", "mtp_num_hidden_layers")) or 0,
+    }
+
+
+def tokenizer_layout(names: List[str], tok_config: Any) -> Dict[str, Any]:
+    """Which tokenizer files a model dir ships, in words: "tiktoken + remote code", "tokenizer.json"..."""
+    present = set(names)
+    formats = []
+    if "tiktoken.model" in present or any(n.endswith(".tiktoken") for n in names):
+        formats.append("tiktoken")
+    if "tokenizer.json" in present:
+        formats.append("tokenizer.json")
+    if "tokenizer.model" in present:
+        formats.append("sentencepiece")
+    if "vocab.json" in present and "merges.txt" in present and "tokenizer.json" not in present:
+        formats.append("bpe vocab+merges")
+    if "vocab.txt" in present and not formats:
+        formats.append("wordpiece vocab.txt")
+    tok_class = None
+    remote_code = False
+    if isinstance(tok_config, dict):
+        if isinstance(tok_config.get("tokenizer_class"), str):
+            tok_class = tok_config["tokenizer_class"]
+        amap = tok_config.get("auto_map")
+        remote_code = isinstance(amap, dict) and bool(amap.get("AutoTokenizer"))
+    layout = " + ".join(formats) if formats else ("none" if "tokenizer_config.json" not in present else "config only")
+    if remote_code:
+        layout += " + remote code"
+    files = [n for n in names if n in TOKENIZER_FILES or n.endswith(".tiktoken")]
+    return {"layout": layout, "formats": formats, "remote_code": remote_code, "class": tok_class,
+            "files": files}
+
+
+def weights_layout(names: List[str]) -> Dict[str, Any]:
+    for fmt, suffix in (("safetensors", ".safetensors"), ("gguf", ".gguf"), ("pytorch", ".bin"),
+                        ("pytorch", ".pt"), ("pytorch", ".pth")):
+        files = [n for n in names if n.endswith(suffix)]
+        if files:
+            index = next((n for n in names if n.endswith(suffix + ".index.json")), None)
+            return {"format": fmt, "files": len(files), "index": index}
+    return {"format": None, "files": 0, "index": None}
+
+
+def is_model_dir(names: List[str], config: Any) -> bool:
+    """A model dir: a config that names a model, or weights, or a tokenizer."""
+    if isinstance(config, dict) and any(k in config for k in ("model_type", "architectures", "text_config",
+                                                              "num_hidden_layers", "hidden_size")):
+        return True
+    present = set(names)
+    if any(n.endswith(WEIGHT_SUFFIXES[:2]) for n in names) or "params.json" in present:
+        return True
+    return bool(present & {"tokenizer.json", "tokenizer_config.json", "tiktoken.model", "adapter_config.json"})
+
+
+# --------------------------------------------------------------------------- size
+
+
+def dir_size(path: str, seen: Optional[Set[Tuple[int, int]]] = None) -> Tuple[int, int, bool]:
+    """(bytes, files, truncated): file sizes under ``path`` (SIZE_DEPTH levels), links followed,
+    each inode counted once, so snapshot links into ``blobs/`` count their blob once."""
+    seen = set() if seen is None else seen
+    total, count, truncated = 0, 0, False
+    stack = [(path, 0)]
+    while stack:
+        current, depth = stack.pop()
+        try:
+            with os.scandir(current) as it:
+                entries = list(it)
+        except OSError:
+            continue
+        for entry in entries:
+            if count >= MAX_SIZE_FILES:
+                return total, count, True
+            try:
+                st = os.stat(entry.path)  # follows the snapshot link to its blob
+            except OSError:
+                continue
+            if stat.S_ISDIR(st.st_mode):
+                if depth < SIZE_DEPTH and not entry.name.startswith("."):
+                    stack.append((entry.path, depth + 1))
+                continue
+            key = (st.st_dev, st.st_ino)
+            if not stat.S_ISREG(st.st_mode) or key in seen:
+                continue
+            seen.add(key)
+            total += st.st_size
+            count += 1
+    return total, count, truncated
+
+
+def read_json(path: str, cap: int) -> ConfigRead:
+    """(value, short error, size); a missing file is (None, None, None)."""
+    if not os.path.lexists(path):
+        return None, None, None
+    try:
+        size = os.path.getsize(path)
+    except OSError:
+        size = None
+    value, err = read_json_capped(path, cap)
+    if err is not None:
+        return None, ShortError(type=err["type"], message=err["message"]), size
+    return value, None, size
+
+
+def describe_model(path: str, names: List[str], ship_cap: int,
+                   config_read: Optional[ConfigRead] = None) -> Dict[str, Any]:
+    """One listing entry (without the hf-cache fields); ``config_read`` reuses a read config.json."""
+    if config_read is None:
+        config_read = read_json(os.path.join(path, "config.json"), READ_CAP)
+    config, config_err, config_size = config_read
+    tok_config = None
+    if "tokenizer_config.json" in names:
+        tok_config, _tok_err, _size = read_json(os.path.join(path, "tokenizer_config.json"), READ_CAP)
+    size, files, truncated = dir_size(path)
+    try:
+        real = os.path.realpath(path)
+    except (OSError, ValueError, RuntimeError):
+        real = None
+    return {
+        "path": path, "real_path": real, "source": "dir", "root": None,
+        "repo_id": None, "commit": None, "refs": [], "revision": None, "aliases": [],
+        "size": size, "file_count": files, "size_truncated": truncated,
+        "config": config if config_size is not None and config_size <= ship_cap else None,
+        "config_size": config_size, "config_error": config_err,
+        "digest": config_digest(config),
+        "tokenizer": tokenizer_layout(names, tok_config),
+        "weights": weights_layout(names),
+        "drafter": describe_drafter(config),
+    }
+

@@ -1,0 +1,157 @@
+"""Vocabulary files without a tokenizer library: tiktoken BPE ranks and sentencepiece models.
+
+Runs on the host: standard library only, Python 3.8+. A tiktoken file is streamed
+once (hash and rank statistics); a sentencepiece model is only hashed. Nothing
+here raises.
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import hashlib
+import os
+import re
+from typing import Any, Dict, Iterable, List, Optional, Tuple
+
+from ..contract import TIKTOKEN_CAP, ErrorRecord, TiktokenSummary, error_record, tag
+from ..readers import os_error, sha256_file
+from ..sections import SentencepieceFile
+
+PROBE = "tokenizer_files"
+SENTENCEPIECE_NAMES = ("tokenizer.model", "spiece.model", "sentencepiece.bpe.model")
+MAX_MALFORMED_EXAMPLES = 5
+_TIKTOKEN_LINE_RE = re.compile(rb"^[A-Za-z0-9+/=]+ [0-9]+\r?$")
+
+
+def collect_vocab_files(path: str) -> Tuple[List[TiktokenSummary], List[SentencepieceFile], List[ErrorRecord]]:
+    """Every tiktoken and sentencepiece file directly in the model dir."""
+    tiktoken: List[TiktokenSummary] = []
+    sentencepiece: List[SentencepieceFile] = []
+    errors: List[ErrorRecord] = []
+    if not os.path.isdir(path):
+        return tiktoken, sentencepiece, errors  # a missing or wrong model path is the files section's to report
+    try:
+        names = sorted(os.listdir(path))
+    except OSError as exc:
+        return tiktoken, sentencepiece, [tag(os_error(exc, path), PROBE)]
+    for name in names:
+        file = os.path.join(path, name)
+        # Llama-3's original/tokenizer.model is tiktoken text under a sentencepiece name.
+        if name == "tiktoken.model" or name.endswith(".tiktoken") or (
+                name in SENTENCEPIECE_NAMES and _looks_like_tiktoken(file)):
+            summary, err = summarize_tiktoken_file(file)
+            if summary is not None:
+                tiktoken.append(summary)
+        elif name in SENTENCEPIECE_NAMES:
+            piece, err = _sentencepiece(file)
+            if piece is not None:
+                sentencepiece.append(piece)
+        else:
+            continue
+        if err is not None:
+            errors.append(tag(err, PROBE))
+    return tiktoken, sentencepiece, errors
+
+
+def _looks_like_tiktoken(file: str) -> bool:
+    try:
+        with open(file, "rb") as fh:
+            first = fh.readline(512)
+    except OSError:
+        return False
+    return bool(_TIKTOKEN_LINE_RE.match(first))
+
+
+def _sentencepiece(file: str) -> Tuple[Optional[SentencepieceFile], Optional[ErrorRecord]]:
+    digest, err = sha256_file(file)
+    if err is not None:
+        return None, err
+    return SentencepieceFile(file=os.path.basename(file), size=os.path.getsize(file), sha256=digest), None
+
+
+def summarize_tiktoken_file(file: str) -> Tuple[Optional[TiktokenSummary], Optional[ErrorRecord]]:
+    """Stream a tiktoken BPE file once: hash and rank statistics."""
+    try:
+        size = os.path.getsize(file)
+        if size > TIKTOKEN_CAP:
+            return None, error_record("too-large", "%s is %d bytes, above the %d-byte cap" % (file, size, TIKTOKEN_CAP),
+                                      file)
+        digest = hashlib.sha256()
+        with open(file, "rb") as fh:
+            summary = summarize_tiktoken_lines(_hashed(fh, digest))
+    except OSError as exc:
+        return None, os_error(exc, file)
+    summary.update({"file": os.path.basename(file), "size": size, "sha256": digest.hexdigest()})
+    return summary, None
+
+
+def _hashed(lines: Iterable[bytes], digest: Any) -> Iterable[bytes]:
+    for line in lines:
+        digest.update(line)
+        yield line
+
+
+def summarize_tiktoken_lines(lines: Iterable[bytes]) -> TiktokenSummary:
+    """Rank statistics of tiktoken lines ``b"<base64 token> <rank>"`` (pure; never raises).
+
+    A line is malformed where ``tiktoken.load.load_tiktoken_bpe`` would refuse it (not
+    two fields, bad base64, rank not an integer) or where the rank is negative.
+    ``distinct_tokens`` is what tiktoken's loader ends with (a dict keyed by token), so
+    it is the number of base ids a class like Kimi's counts its reserved ids from.
+    """
+    tokens: set = set()
+    ranks: set = set()
+    entries = single = malformed = 0
+    examples: List[Dict[str, Any]] = []
+    lo: Optional[int] = None
+    hi: Optional[int] = None
+    for number, raw in enumerate(lines, 1):
+        line = raw.strip()
+        if not line:
+            continue
+        token, rank, reason = _parse_tiktoken_line(line)
+        if reason is not None:
+            malformed += 1
+            if len(examples) < MAX_MALFORMED_EXAMPLES:
+                examples.append({"line": number, "reason": reason})
+            continue
+        entries += 1
+        tokens.add(token)
+        ranks.add(rank)
+        single += len(token) == 1
+        lo = rank if lo is None or rank < lo else lo
+        hi = rank if hi is None or rank > hi else hi
+    dense = entries > 0 and lo == 0 and hi == entries - 1 and len(ranks) == entries
+    return {
+        "entries": entries,
+        "distinct_tokens": len(tokens),
+        "distinct_ranks": len(ranks),
+        "min_rank": lo,
+        "max_rank": hi,
+        "dense": dense,
+        "gaps": (hi + 1 - len(ranks)) if hi is not None else 0,
+        "duplicate_tokens": entries - len(tokens),
+        "duplicate_ranks": entries - len(ranks),
+        "single_bytes": single,
+        "malformed_lines": malformed,
+        "malformed_examples": examples,
+    }
+
+
+def _parse_tiktoken_line(line: bytes) -> Tuple[bytes, int, Optional[str]]:
+    fields = line.split()
+    if len(fields) != 2:
+        return b"", 0, "expected 2 fields, found %d" % len(fields)
+    try:
+        token = base64.b64decode(fields[0])
+    except (binascii.Error, ValueError):
+        return b"", 0, "token is not base64"
+    try:
+        rank = int(fields[1])
+    except ValueError:
+        return b"", 0, "rank is not an integer"
+    if rank < 0:
+        return b"", 0, "negative rank"
+    return token, rank, None
+

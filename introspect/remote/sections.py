@@ -1,0 +1,337 @@
+"""Shapes of the raw-facts sections, as the remote facts modules emit them.
+
+Re-exported by :mod:`introspect.remote.contract`; import them from there. Standard
+library only, Python 3.8 (``typing`` spellings; the functional ``TypedDict`` form
+where a key is a Python keyword, such as ``class``). A key typed ``Optional`` is
+always present and may be null; ``total=False`` marks keys that may be absent.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Dict, List, Optional, TypedDict
+
+__all__ = [
+    "ShortError",
+    "TokenPair",
+    "ListingRow",
+    "IndexSummary",
+    "CustomCodeEntry",
+    "FilesFacts",
+    "ChatTemplateEntry",
+    "TokenizerJsonSummary",
+    "TiktokenSummary",
+    "SentencepieceFile",
+    "ModuleInfo",
+    "RemoteCodeInfo",
+    "TokenizerFilesFacts",
+    "TensorGroup",
+    "ShardSummary",
+    "SafetensorsFacts",
+    "Drafter",
+    "HashedFile",
+    "WeightsHashes",
+    "HashesFacts",
+    "Fingerprint",
+    "ModuleEntry",
+    "EnvironmentFacts",
+    "AddedTokenItem",
+    "AddedTokensCheck",
+    "TokenizerError",
+    "LoadedChatTemplate",
+    "TokenizerProbe",
+]
+
+
+class ShortError(TypedDict):
+    """The ``{type, message}`` form of an error kept inside facts."""
+
+    type: str
+    message: str
+
+
+class TokenPair(TypedDict):
+    token: str
+    id: Optional[int]
+
+
+# ---------------------------------------------------------------- files
+
+
+class ListingRow(TypedDict):
+    """One entry of the model dir; symlinks report their target's kind and size."""
+
+    name: str
+    kind: str  # "file" | "dir" | "other" | "broken"
+    size: Optional[int]
+    link: Optional[str]
+    resolved: Optional[str]
+    link_error: Optional[str]  # "dangling" | "symlink-loop" | "permission-denied" | ...
+
+
+class IndexSummary(TypedDict):
+    """model.safetensors.index.json, summarised (never shipped whole)."""
+
+    file: str
+    total_size: Optional[int]
+    weight_map_entries: int
+    shards: List[str]
+    missing_shards: List[str]
+
+
+class CustomCodeEntry(TypedDict):
+    """One Python file of the model's own code (an auto_map module or one it imports)."""
+
+    file: str
+    module: str
+    sha256: Optional[str]
+    size: Optional[int]
+    imports: List[str]  # top-level, third-party
+    optional_imports: List[str]  # only inside try: blocks
+    local_imports: List[str]  # absolute imports of sibling files
+    relative_imports: List[str]
+    referenced_by: List[str]
+    repo: Optional[str]  # "org/name--module.Class": code from another hub repo
+    error: Optional[ShortError]
+
+
+class FilesFacts(TypedDict):
+    """Section ``files``: the model dir's listing, configs and custom code."""
+
+    model_path: str
+    real_path: Optional[str]
+    status: str  # "ok" or the error type of the model path
+    listing: List[ListingRow]
+    listing_total: int
+    listing_truncated: bool
+    total_size: int
+    config: Optional[Dict[str, Any]]
+    generation_config: Optional[Dict[str, Any]]
+    preprocessor_config_present: bool
+    index: Optional[IndexSummary]
+    auto_map_sources: Dict[str, Optional[str]]  # file -> null or the error type of reading it
+    custom_code: List[CustomCodeEntry]
+    custom_code_truncated: bool
+
+
+# ---------------------------------------------------------------- tokenizer files
+
+
+class ChatTemplateEntry(TypedDict):
+    source: str  # "chat_template.jinja" | "additional_chat_templates/x.jinja" | "tokenizer_config.json" ...
+    name: str
+    text: str
+    sha256: str
+    chars: int
+
+
+class TokenizerJsonSummary(TypedDict, total=False):
+    """tokenizer.json summarised on the host (real ones reach 33 MB)."""
+
+    file: str
+    size: int
+    sha256: str
+    model_type: Any
+    vocab_size: Optional[int]
+    max_vocab_id: Optional[int]
+    merges: Optional[int]
+    added_tokens: List[Dict[str, Any]]  # {"id", "content", "special"}
+    normalizer: Optional[str]
+    pre_tokenizer: Optional[str]
+    decoder: Optional[str]
+    post_processor: Optional[Dict[str, Any]]  # {"type", "single", "bos", "eos"}
+    vocab_lookup: Dict[str, int]
+
+
+class TiktokenSummary(TypedDict, total=False):
+    file: str
+    size: int
+    sha256: str
+    entries: int
+    distinct_tokens: int
+    distinct_ranks: int
+    min_rank: Optional[int]
+    max_rank: Optional[int]
+    dense: bool
+    gaps: int
+    duplicate_tokens: int
+    duplicate_ranks: int
+    single_bytes: int
+    malformed_lines: int
+    malformed_examples: List[Dict[str, Any]]  # {"line", "reason"}
+
+
+class SentencepieceFile(TypedDict):
+    file: str
+    size: int
+    sha256: Optional[str]
+
+
+# "class" is a keyword: the functional form.
+ModuleInfo = TypedDict("ModuleInfo", {
+    "ref": str, "module": Optional[str], "class": str, "file": Optional[str], "exists": bool,
+    "size": Optional[int], "sha256": Optional[str]})
+
+
+class RemoteCodeInfo(TypedDict):
+    """The auto_map tokenizer class and what its source declares."""
+
+    auto_map: Any
+    auto_map_source: Optional[str]
+    slow: Optional[ModuleInfo]
+    fast: Optional[ModuleInfo]
+    num_reserved_special_tokens: Optional[int]
+    reserved_extra: int
+    reserved_declared_in: Optional[str]
+    placeholder: Optional[str]
+
+
+class TokenizerFilesFacts(TypedDict):
+    """Section ``tokenizer_files``: tokenizer facts from the raw files (no tokenizer library)."""
+
+    tokenizer_config: Optional[Dict[str, Any]]  # minus "chat_template" (moved to chat_templates)
+    special_tokens_map: Optional[Dict[str, Any]]
+    chat_templates: List[ChatTemplateEntry]
+    tokenizer_json: Optional[TokenizerJsonSummary]
+    tiktoken: List[TiktokenSummary]
+    sentencepiece: List[SentencepieceFile]
+    remote_code: Optional[RemoteCodeInfo]
+
+
+# ---------------------------------------------------------------- safetensors
+
+
+class TensorGroup(TypedDict):
+    template: str  # dotted name, all-digit components as '#'
+    dtype: str
+    shape: List[int]
+    count: int
+    layer_ids: Any  # a set while grouping, a sorted list of ints in the facts
+
+
+class ShardSummary(TypedDict):
+    file: str
+    size: Optional[int]
+    header_len: Optional[int]
+    bytes_read: int
+    tensors: int
+    metadata: Optional[Dict[str, Any]]
+    error: Optional[Dict[str, str]]  # {"type", "message"}
+    groups: List[TensorGroup]
+
+
+class SafetensorsFacts(TypedDict):
+    index: Optional[IndexSummary]
+    shards: List[ShardSummary]
+    bytes_read: int
+    tensors: int
+
+
+# ---------------------------------------------------------------- drafters, hashes, fingerprint
+
+
+class Drafter(TypedDict):
+    path: str
+    relation: str  # "child" | "sibling"
+    matched: List[str]
+    config: Any
+
+
+class HashedFile(TypedDict):
+    sha256: Optional[str]
+    size: int
+
+
+class WeightsHashes(TypedDict):
+    index: Optional[Dict[str, Any]]  # {"file", "sha256", "total_size"}
+    shards: Dict[str, int]  # name -> size (stat only, never read)
+    missing_shards: List[str]
+
+
+class HashesFacts(TypedDict):
+    files: Dict[str, HashedFile]
+    skipped: List[Dict[str, Any]]  # {"name", "size", "reason"}
+    weights: WeightsHashes
+    truncated: bool
+
+
+class Fingerprint(TypedDict):
+    digest: str
+    entries: int
+
+
+# ---------------------------------------------------------------- environment
+
+
+class ModuleEntry(TypedDict, total=False):
+    available: bool
+    distribution: Optional[str]
+    distribution_source: Optional[str]  # "installed" | "static-map" | "module-name" | null
+    error: str
+
+
+class EnvironmentFacts(TypedDict, total=False):
+    python_version: str
+    python_version_info: List[Any]
+    python_executable: str
+    prefix: str
+    base_prefix: str
+    in_venv: bool
+    implementation: Optional[str]
+    platform: Optional[str]
+    machine: Optional[str]
+    packages: Dict[str, Optional[str]]
+    modules: Dict[str, ModuleEntry]
+    missing_modules: List[str]
+    env_vars: Dict[str, str]
+
+
+# ---------------------------------------------------------------- loaded tokenizer
+
+
+class AddedTokenItem(TypedDict, total=False):
+    """One id the files name, checked against the loaded tokenizer."""
+
+    id: int
+    expected: str
+    id_to_token: Any  # the value, or {"error": "Type: message"}
+    token_to_id: Any
+    decoded: Any
+    encoded: Any  # preflight only: encode(token) must be [id]
+    ok: bool
+    source: str  # preflight only: the file that names the token
+
+
+class AddedTokensCheck(TypedDict, total=False):
+    sources: List[str]  # preflight only
+    checked: int
+    mismatches: int
+    items: List[AddedTokenItem]
+
+
+class TokenizerError(TypedDict):
+    type: str
+    message: str
+    cause: str  # "missing-package" | "remote-code-refused" | "missing-files" | "incompatible-code" | "exception"
+    missing_packages: List[str]
+    traceback: List[str]
+
+
+class LoadedChatTemplate(TypedDict):
+    text: str
+    sha256: str
+    source: str
+    names: Optional[List[str]]
+
+
+TokenizerProbe = TypedDict("TokenizerProbe", {
+    "loaded": bool, "class": Optional[str], "module": Optional[str], "transformers_version": Optional[str],
+    "tokenizers_version": Optional[str], "is_fast": Optional[bool], "vocab_size": Optional[int],
+    "len": Optional[int], "bos": Optional[TokenPair], "eos": Optional[TokenPair], "pad": Optional[TokenPair],
+    "unk": Optional[TokenPair], "mask": Optional[TokenPair], "special_tokens": List[Dict[str, Any]],
+    "added_tokens": Optional[int], "added_tokens_check": Optional[AddedTokensCheck],
+    "chat_template": Optional[LoadedChatTemplate], "sample": Optional[Dict[str, Any]],
+    "import_seconds": Optional[float], "load_seconds": Optional[float], "error": Optional[TokenizerError],
+    "fact_errors": List[Dict[str, Any]],  # {"fact", "type", "message"}: a fact that raised after loading
+}, total=False)
+"""Section ``tokenizer_probe``: the tokenizer loaded through transformers, in its own process."""
+
