@@ -86,7 +86,7 @@ def target_of(executor: Executor, python: str, venv: str | None, model_path: str
                         python=python, venv=venv, model_path=model_path)
     if target.container:
         # contract.TargetBlock does not name "container" yet (the remote side owns that module).
-        block["container"] = target.container  # type: ignore[typeddict-unknown-key]
+        block["container"] = target.container
     return block
 
 

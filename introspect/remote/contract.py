@@ -157,6 +157,7 @@ class TargetBlock(TypedDict, total=False):
     host: Optional[str]
     port: Optional[int]
     user: Optional[str]
+    container: Optional[str]  # docker/podman/lxc/kubectl/pct targets only
     python: str
     venv: Optional[str]
     model_path: str
