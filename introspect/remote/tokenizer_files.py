@@ -27,7 +27,9 @@ Layout of the facts (absent file -> null / empty list, never an error)::
                     "min_rank", "max_rank", "dense", "gaps", "duplicate_tokens",
                     "duplicate_ranks", "single_bytes", "malformed_lines",
                     "malformed_examples": [{"line", "reason"}]}],
-      "sentencepiece": [{"file", "size", "sha256"}],
+      "sentencepiece": [{"file", "size", "sha256", ...}],  # sentencepiece_model.summarize_model
+      "tekken": null | {...},               # tekken.summarize_tekken, plus file, size, sha256
+      "vocab_choice": null | {"kind", "file", "reason", "candidates"},  # tokenizer_vocab_files.choose
       "remote_code": null | {               # the auto_map tokenizer class
         "auto_map": <raw AutoTokenizer value>, "auto_map_source": "tokenizer_config.json" | "config.json",
         "slow": null | {"ref", "module", "class", "file", "exists", "size", "sha256"},
@@ -35,7 +37,8 @@ Layout of the facts (absent file -> null / empty list, never an error)::
         "num_reserved_special_tokens": int | null,  # as declared in the code
         "reserved_extra": int,                     # "+ N" after it in range(...) (Kimi-Linear: 2)
         "reserved_declared_in": file | null,
-        "placeholder": "<|reserved_token_{id}|>" | null},  # f-string naming unnamed reserved ids
+        "placeholder": "<|reserved_token_{id}|>" | null,  # f-string naming unnamed reserved ids
+        "static": {...}},                   # static_specials.scan_specials: what the code declares
     }
 """
 
@@ -49,6 +52,7 @@ import os
 import re
 from typing import Any, Dict, Iterable, List, Optional, Tuple
 
+from . import static_specials, tokenizer_vocab_files
 from .common import (
     DEFAULT_JSON_CAP,
     error,
@@ -63,15 +67,8 @@ from .common import (
 PROBE = "tokenizer_files"
 
 TIKTOKEN_CAP = 256 * 1024 * 1024  # a real tiktoken file is 2-4 MB; streamed, not held
-SENTENCEPIECE_NAMES = ("tokenizer.model", "spiece.model", "sentencepiece.bpe.model")
 MAX_MALFORMED_EXAMPLES = 5
 
-_RESERVED_RE = re.compile(
-    r"^[ \t]*(?:self\.)?num_reserved_special_tokens[ \t]*(?::[^=\n]+)?=[ \t]*(\d+)", re.MULTILINE
-)
-_RESERVED_EXTRA_RE = re.compile(r"num_reserved_special_tokens\s*\+\s*(\d+)")
-_PLACEHOLDER_RE = re.compile(r"""f(["'])(<\|[^"'{}\n]*)\{\s*(\w+)\s*\}([^"'{}\n]*\|>)\1""")
-_RELATIVE_IMPORT_RE = re.compile(r"^[ \t]*from[ \t]+\.([A-Za-z_][\w.]*)[ \t]+import", re.MULTILINE)
 _TIKTOKEN_LINE_RE = re.compile(rb"^[A-Za-z0-9+/=]+ [0-9]+\r?$")
 
 
@@ -87,7 +84,9 @@ def collect_tokenizer_files(model_path: str, *, json_cap: int = DEFAULT_JSON_CAP
         "tokenizer_json": None,
         "tiktoken": [],
         "sentencepiece": [],
+        "tekken": None,
         "remote_code": None,
+        "vocab_choice": None,
     }  # type: Dict[str, Any]
     errors = []  # type: List[Dict[str, Any]]
     steps = (
@@ -99,6 +98,8 @@ def collect_tokenizer_files(model_path: str, *, json_cap: int = DEFAULT_JSON_CAP
         ("tokenizer.json", lambda: _tokenizer_json(model_path, max(json_cap, TOKENIZER_JSON_CAP), facts, errors)),
         ("tiktoken", lambda: _vocab_files(model_path, facts, errors)),
         ("remote_code", lambda: _remote_code(model_path, json_cap, facts, errors)),
+        # HOOK(tokenizers): which vocab file the fallback reads, and why (tokenizer_vocab_files).
+        ("vocab_choice", lambda: facts.update(vocab_choice=tokenizer_vocab_files.choose(facts, _class_vocab_files(facts)))),
     )
     for name, step in steps:
         try:
@@ -365,16 +366,12 @@ def _vocab_files(path: str, facts: Dict[str, Any], errors: List[Dict[str, Any]])
     except OSError as exc:
         errors.append(_tag(os_error(exc, path)))
         return
-    for name in names:
-        file = os.path.join(path, name)
-        if name == "tiktoken.model" or name.endswith(".tiktoken"):
-            _add(facts["tiktoken"], summarize_tiktoken_file(file), errors)
-        elif name in SENTENCEPIECE_NAMES:
-            # Llama-3's original/tokenizer.model is tiktoken text under a sentencepiece name.
-            if _looks_like_tiktoken(file):
-                _add(facts["tiktoken"], summarize_tiktoken_file(file), errors)
-            else:
-                _add(facts["sentencepiece"], _sentencepiece(file), errors)
+    # HOOK(tokenizers): every vocab layout (tiktoken, sentencepiece ModelProto, tekken) lives
+    # in tokenizer_vocab_files; here only its facts are merged in.
+    found, errs = tokenizer_vocab_files.collect(path, names, _named_token_strings(facts),
+                                                summarize_tiktoken_file, _looks_like_tiktoken)
+    facts.update(found)
+    errors.extend(_tag(e) for e in errs)
 
 
 def _add(into: List[Dict[str, Any]], result: Tuple[Optional[Dict[str, Any]], Optional[Dict[str, Any]]], errors: List[Dict[str, Any]]) -> None:
@@ -392,13 +389,6 @@ def _looks_like_tiktoken(file: str) -> bool:
     except OSError:
         return False
     return bool(_TIKTOKEN_LINE_RE.match(first))
-
-
-def _sentencepiece(file: str) -> Tuple[Optional[Dict[str, Any]], Optional[Dict[str, Any]]]:
-    digest, err = sha256_file(file)
-    if err is not None:
-        return None, err
-    return {"file": os.path.basename(file), "size": os.path.getsize(file), "sha256": digest}, None
 
 
 def summarize_tiktoken_file(file: str) -> Tuple[Optional[Dict[str, Any]], Optional[Dict[str, Any]]]:
@@ -505,7 +495,7 @@ def _remote_code(path: str, cap: int, facts: Dict[str, Any], errors: List[Dict[s
     }  # type: Dict[str, Any]
     for entry in (info["slow"], info["fast"]):
         if entry is not None and entry["exists"] and info["num_reserved_special_tokens"] is None:
-            _scan_code(path, entry["file"], cap, info, errors)
+            _static_specials(path, entry, cap, info, errors)
     facts["remote_code"] = info
 
 
@@ -551,35 +541,22 @@ def _module_info(path: str, ref: Optional[str]) -> Optional[Dict[str, Any]]:
     return info
 
 
-def _scan_code(path: str, rel: str, cap: int, info: Dict[str, Any], errors: List[Dict[str, Any]]) -> None:
-    """Find the reserved-id count and placeholder name in the module and its relative imports."""
-    queue, seen = [rel], set()  # type: List[str], set
-    while queue and len(seen) < 16:
-        current = queue.pop(0)
-        if current in seen:
-            continue
-        seen.add(current)
-        file = os.path.join(path, current)
-        if not os.path.isfile(file):
-            continue
-        source, err = read_text_capped(file, cap)
-        if err is not None:
-            errors.append(_tag(err))
-            continue
-        _scan_source(source, current, info)
-        base = os.path.dirname(current)
-        for name in _RELATIVE_IMPORT_RE.findall(source):
-            queue.append(os.path.join(base, *name.split(".")) + ".py")
+def _class_vocab_files(facts: Dict[str, Any]) -> List[str]:
+    static = (facts.get("remote_code") or {}).get("static") or {}
+    return [v for v in (static.get("vocab_files") or {}).values() if isinstance(v, str)]
 
 
-def _scan_source(source: str, rel: str, info: Dict[str, Any]) -> None:
-    found = _RESERVED_RE.search(source)
-    if found and info["num_reserved_special_tokens"] is None:
-        info["num_reserved_special_tokens"] = int(found.group(1))
-        info["reserved_declared_in"] = rel
-        extra = _RESERVED_EXTRA_RE.search(source)
-        info["reserved_extra"] = int(extra.group(1)) if extra else 0
-    placeholder = _PLACEHOLDER_RE.search(source)
-    if placeholder and info["placeholder"] is None:
-        # The f-string's variable is the id in Kimi's class ({i} over the reserved range).
-        info["placeholder"] = placeholder.group(2) + "{id}" + placeholder.group(4)
+def _static_specials(path: str, entry: Dict[str, Any], cap: int, info: Dict[str, Any],
+                     errors: List[Dict[str, Any]]) -> None:
+    """HOOK(tokenizers): the class's declared specials, read by the AST (static_specials)."""
+    found, errs = static_specials.scan_specials(path, entry["file"], entry.get("class"), cap)
+    errors.extend(_tag(e) for e in errs)
+    info["static"] = found
+    reserved = found.get("reserved") or {}
+    if isinstance(reserved.get("count"), int):
+        info["num_reserved_special_tokens"] = reserved["count"]
+        info["reserved_extra"] = reserved.get("extra") or 0
+        info["reserved_declared_in"] = reserved.get("resolved_in") or reserved.get("declared_in")
+    placeholder = found.get("placeholder") or {}
+    if placeholder.get("mode") == "id":
+        info["placeholder"] = placeholder.get("template")
