@@ -29,6 +29,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from introspect.analysis import tokenizer_agreement, tokenizer_layouts
 from introspect.analysis.findings import finding, pip_fix
 
 NAMED = ("bos", "eos", "pad", "unk", "mask")
@@ -55,9 +56,13 @@ def analyze_tokenizer(
     from_files = facts_from_files(files)
     if probe is not None and probe.get("loaded"):
         section = _section_from_probe(probe, from_files)
+        # HOOK(tokenizers): the file-derived facts ride along, for the same-story check and diff.
+        section["from_files"] = tokenizer_agreement.file_facts(from_files)
     else:
         section = _section_from_files(from_files, probe)
     findings = _findings(section, probe, files, config, target, remote_code_allowed)
+    if remote_code_allowed or not files.get("remote_code"):  # else transformers loaded another class
+        findings += tokenizer_agreement.disagreements(section, section.get("from_files") or {})
     return section, findings
 
 
@@ -76,7 +81,7 @@ def facts_from_files(files: dict[str, Any]) -> dict[str, Any]:
     for token, token_id in _dict(tok_json.get("vocab_lookup")).items():
         lookup.setdefault(token, token_id)  # an added token wins over a plain vocab entry
     named = {attr: _resolve(_named_token(attr, tok_config, _dict(files.get("special_tokens_map"))), lookup) for attr in NAMED}
-    return {
+    facts = {
         "class": tok_config.get("tokenizer_class") if isinstance(tok_config.get("tokenizer_class"), str) else None,
         "vocab_size": vocab["vocab_size"],
         "len": vocab["len"],
@@ -86,6 +91,9 @@ def facts_from_files(files: dict[str, Any]) -> dict[str, Any]:
         "vocab": dict(vocab, added_token_conflicts=conflicts),
         "added_tokens": len(added),
     }
+    # HOOK(tokenizers): sentencepiece, tekken, code-declared specials, class from layout.
+    tokenizer_layouts.refine(files, facts, sorted(added))
+    return facts
 
 
 def _added_tokens(
@@ -122,7 +130,7 @@ def _vocab(
 ) -> dict[str, Any]:
     """vocab_size and len, with the numbers they come from (shown in the profile)."""
     max_added = max(added, default=None)
-    tiktoken = _main_tiktoken(files.get("tiktoken"))
+    tiktoken = _main_tiktoken(files.get("tiktoken"), files.get("vocab_choice"))
     reserved = _reserved(remote)
     out: dict[str, Any] = {
         "kind": None,  # tiktoken-class | tiktoken-conversion | tokenizer.json
@@ -168,8 +176,11 @@ def _special_tokens(added: dict[int, dict[str, Any]], names: dict[int, str], voc
     return [{"token": token, "id": token_id} for token_id, token in sorted(specials.items())]
 
 
-def _main_tiktoken(entries: Any) -> dict[str, Any] | None:
+def _main_tiktoken(entries: Any, chosen: Any = None) -> dict[str, Any] | None:
     candidates = [e for e in entries or [] if isinstance(e, dict)]
+    for entry in candidates:  # HOOK(tokenizers): the file the remote side chose, and said why
+        if isinstance(chosen, dict) and chosen.get("kind") == "tiktoken" and entry.get("file") == chosen.get("file"):
+            return entry
     for entry in candidates:
         if entry.get("file") == "tiktoken.model":
             return entry

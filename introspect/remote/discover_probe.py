@@ -42,7 +42,7 @@ import stat
 import time
 from typing import Any, Dict, List, Optional, Set, Tuple
 
-from introspect.remote import common, hf_cache
+from introspect.remote import common, hf_cache, tokenizer_vocab_files
 from introspect.remote.files_probe import drafter_signals
 
 PROBE = "discover"
@@ -62,6 +62,7 @@ MAX_HASH_FILES = 256
 SKIP_DIRS = frozenset(["__pycache__", "node_modules", "blobs", "lost+found", "site-packages"])
 WEIGHT_SUFFIXES = (".safetensors", ".gguf", ".bin", ".pt", ".pth", ".ckpt", ".h5", ".msgpack", ".onnx")
 TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "tokenizer.model", "tiktoken.model",
+                   "tekken.json", "spiece.model", "sentencepiece.bpe.model",  # HOOK(tokenizers)
                    "special_tokens_map.json", "vocab.json", "merges.txt", "vocab.txt", "added_tokens.json",
                    "chat_template.jinja", "chat_template.json")
 HASHED_SUFFIXES = (".json", ".jinja", ".py", ".model", ".tiktoken", ".txt", ".tokenizer")
@@ -167,8 +168,11 @@ def tokenizer_layout(names: List[str], tok_config: Any) -> Dict[str, Any]:
         formats.append("tiktoken")
     if "tokenizer.json" in present:
         formats.append("tokenizer.json")
-    if "tokenizer.model" in present:
+    if "tokenizer.model" in present or "spiece.model" in present or any(
+            tokenizer_vocab_files.is_mistral_sentencepiece(n) for n in names):  # HOOK(tokenizers)
         formats.append("sentencepiece")
+    if "tekken.json" in present:
+        formats.append("tekken")
     if "vocab.json" in present and "merges.txt" in present and "tokenizer.json" not in present:
         formats.append("bpe vocab+merges")
     if "vocab.txt" in present and not formats:
@@ -183,7 +187,8 @@ def tokenizer_layout(names: List[str], tok_config: Any) -> Dict[str, Any]:
     layout = " + ".join(formats) if formats else ("none" if "tokenizer_config.json" not in present else "config only")
     if remote_code:
         layout += " + remote code"
-    files = [n for n in names if n in TOKENIZER_FILES or n.endswith(".tiktoken")]
+    files = [n for n in names if n in TOKENIZER_FILES or n.endswith(".tiktoken")
+             or tokenizer_vocab_files.is_mistral_sentencepiece(n)]
     return {"layout": layout, "formats": formats, "remote_code": remote_code, "class": tok_class,
             "files": files}
 
@@ -206,7 +211,10 @@ def is_model_dir(names: List[str], config: Any) -> bool:
     present = set(names)
     if any(n.endswith(WEIGHT_SUFFIXES[:2]) for n in names) or "params.json" in present:
         return True
-    return bool(present & {"tokenizer.json", "tokenizer_config.json", "tiktoken.model", "adapter_config.json"})
+    if any(tokenizer_vocab_files.is_mistral_sentencepiece(n) for n in names):  # HOOK(tokenizers)
+        return True
+    return bool(present & {"tokenizer.json", "tokenizer_config.json", "tiktoken.model", "adapter_config.json",
+                           "tekken.json", "tokenizer.model", "spiece.model"})
 
 
 # --------------------------------------------------------------------------- size

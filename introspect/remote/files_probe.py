@@ -50,7 +50,7 @@ import stat
 import sys
 from typing import Any, Dict, List, Optional, Tuple
 
-from introspect.remote import common, safetensors_probe
+from introspect.remote import common, native_config, safetensors_probe, tokenizer_vocab_files
 
 PROBE = "files"
 
@@ -66,6 +66,8 @@ MODEL_MARKERS = (
     "config.json", "model.safetensors.index.json", "model.safetensors", "pytorch_model.bin",
     "pytorch_model.bin.index.json", "params.json", "tokenizer_config.json", "tokenizer.json",
     "tiktoken.model", "adapter_config.json", "consolidated.safetensors",
+    # HOOK(tokenizers): tokenizer-only layouts are model dirs too (sentencepiece, Mistral tekken).
+    "tokenizer.model", "spiece.model", "sentencepiece.bpe.model", "tekken.json",
 )
 MODEL_SUFFIXES = (".safetensors", ".gguf", ".bin", ".pt", ".tiktoken")
 
@@ -149,7 +151,7 @@ def looks_like_model_dir(path: str, names: List[str]) -> bool:
     present = set(names)
     if any(marker in present for marker in MODEL_MARKERS):
         return True
-    if any(name.endswith(MODEL_SUFFIXES) for name in names):
+    if any(name.endswith(MODEL_SUFFIXES) or tokenizer_vocab_files.is_mistral_sentencepiece(name) for name in names):
         return True
     # The name scan may have stopped early in a huge directory: ask for the markers directly.
     return any(os.path.lexists(os.path.join(path, marker)) for marker in MODEL_MARKERS)
@@ -507,6 +509,8 @@ def _collect_configs(model_path: str, names: List[str], json_cap: int, facts: Di
     facts["config"] = config
     errors.extend(errs)
     if config is None and not errs:
+        config = _native_config(model_path, json_cap, facts, errors)
+    if config is None and not errs and facts.get("config_source") is None:
         errors.append(_err("missing-config", "%s has no config.json: the architecture cannot be read"
                            % model_path, join(model_path, "config.json")))
     gen, errs = read_config(join(model_path, "generation_config.json"), json_cap, optional=True)
@@ -535,6 +539,25 @@ def _collect_configs(model_path: str, names: List[str], json_cap: int, facts: Di
     facts["custom_code"] = code
     facts["custom_code_truncated"] = truncated
     errors.extend(errs)
+
+
+def _native_config(model_path: str, json_cap: int, facts: Dict[str, Any],
+                   errors: List[Dict[str, Any]]) -> Optional[Dict[str, Any]]:
+    """HOOK(tokenizers): Mistral/Meta params.json, mapped to HF keys (remote/native_config.py)."""
+    path = os.path.join(model_path, "params.json")
+    if not os.path.lexists(path):
+        return None
+    params, err = common.read_json_capped(path, json_cap)
+    if err is not None:
+        errors.append(_tag(err))
+        facts["config_source"] = "params.json"
+        return None
+    config = native_config.to_hf_config(params)
+    if config is not None:
+        facts["config"] = config
+        facts["config_source"] = "params.json"
+        facts["native_params"] = params
+    return config
 
 
 # --------------------------------------------------------------------------- drafters

@@ -43,7 +43,7 @@ def scan_specials(root: str, rel: str, class_name: Optional[str], cap: int) -> T
     if module is not None:
         scope = _scope(scanner, module, cls)
         facts["reserved"] = _reserved(scanner, module, cls, scope)
-        facts["placeholder"] = _placeholder(scope)
+        facts["placeholder"] = _placeholder(scope) or _placeholder(_imported(scanner, module))
         facts["named_specials"] = _named_list(scanner, scope)
         facts["special_token_ids"] = _dict_literals(scanner, module, scope)
         facts["named_ids"] = _named_ids(scope)
@@ -136,6 +136,16 @@ def _placeholder(scope: List[Any]) -> Optional[Dict[str, Any]]:
                 if found is not None:
                     return found
     return None
+
+
+def _imported(scanner: Scanner, module: Module) -> List[Any]:
+    """The sibling modules ``module`` imports from (a helper may build the placeholder name)."""
+    out = []
+    for rel, _name in sorted(set(module.imports.values()), key=lambda r: (r[0], r[1] or "")):
+        other = scanner.load(rel)
+        if other is not None and other is not module:
+            out.append((other, None, other.tree))
+    return out
 
 
 def _placeholder_of(joined: ast.JoinedStr) -> Optional[Dict[str, Any]]:

@@ -1,0 +1,94 @@
+"""Does the files fallback tell the same story as the loaded tokenizer? (pure, no I/O)
+
+Where transformers loaded the tokenizer, every fact the fallback computes from the raw
+files is compared with the loaded value; each field that disagrees is one warning
+naming the field, both values and the file the fallback read. A host that cannot load
+the tokenizer gets the fallback's answers, so a disagreement here is a wrong answer
+there. A fact the fallback cannot compute (null) is not a disagreement.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from introspect.analysis.findings import finding
+
+NAMED = ("bos", "eos", "pad", "unk", "mask")
+MAX_SHOWN = 5
+
+
+def file_facts(from_files: dict[str, Any]) -> dict[str, Any]:
+    """The file-derived facts kept in a loaded profile, for this check and for ``diff``."""
+    template = from_files.get("chat_template") if isinstance(from_files.get("chat_template"), dict) else {}
+    return {
+        "class": from_files.get("class"),
+        "vocab_size": from_files.get("vocab_size"),
+        "len": from_files.get("len"),
+        **{attr: from_files.get(attr) for attr in NAMED},
+        "special_tokens": list(from_files.get("special_tokens") or []),
+        "chat_template_sha256": template.get("sha256"),
+        "chat_template_source": template.get("source"),
+        "vocab_file": (from_files.get("vocab") or {}).get("vocab_file"),
+    }
+
+
+def disagreements(section: dict[str, Any], files: dict[str, Any]) -> list[dict[str, Any]]:
+    """Warnings for a loaded section whose values differ from the file-derived ones."""
+    if not section.get("loaded"):
+        return []
+    vocab_file = files.get("vocab_file") or "the vocabulary file"
+    named_file = "tokenizer_config.json" if files.get("vocab_file") not in ("tekken.json",) else vocab_file
+    out = []
+    checks = [("class", _norm_class(section.get("class")), _norm_class(files.get("class")), "tokenizer_config.json")]
+    checks += [(key, section.get(key), files.get(key), vocab_file) for key in ("vocab_size", "len")]
+    checks += [(attr, _id(section.get(attr)), _id(files.get(attr)), named_file) for attr in NAMED]
+    template = section.get("chat_template") if isinstance(section.get("chat_template"), dict) else {}
+    checks.append(("chat_template.sha256", template.get("sha256"), files.get("chat_template_sha256"),
+                   files.get("chat_template_source") or "the template file"))
+    for field, loaded, fallback, source in checks:
+        if loaded is not None and fallback is not None and loaded != fallback:
+            out.append(_finding(field, loaded, fallback, source))
+    out += _specials(section.get("special_tokens"), files.get("special_tokens"), vocab_file)
+    return out
+
+
+def _specials(loaded: Any, fallback: Any, source: str) -> list[dict[str, Any]]:
+    a, b = _by_id(loaded), _by_id(fallback)
+    if not b or a == b:
+        return []
+    differ = sorted(i for i in set(a) | set(b) if a.get(i) != b.get(i))
+    shown = ", ".join(f"id {i}: {a.get(i)!r} vs {b.get(i)!r}" for i in differ[:MAX_SHOWN])
+    more = f" (and {len(differ) - MAX_SHOWN} more)" if len(differ) > MAX_SHOWN else ""
+    return [_finding("special_tokens", f"{len(a)} specials", f"{len(b)} specials", source,
+                     detail=f"; {len(differ)} ids differ (loaded vs files): {shown}{more}")]
+
+
+def _finding(field: str, loaded: Any, fallback: Any, source: str, detail: str = "") -> dict[str, Any]:
+    return finding(
+        "warning",
+        "tokenizer-fallback-disagrees",
+        f"the files fallback disagrees with the loaded tokenizer on {field}: loaded {loaded!r}, "
+        f"files {fallback!r} (read from {source}){detail}",
+        "a host that cannot load this tokenizer would report the files' value: make the files agree "
+        "with the tokenizer class (or report the case to introspect)",
+        field=field,
+    )
+
+
+def _by_id(value: Any) -> dict[int, str]:
+    out: dict[int, str] = {}
+    for item in value or []:
+        if isinstance(item, dict) and isinstance(item.get("id"), int):
+            out[item["id"]] = str(item.get("token"))
+    return out
+
+
+def _id(value: Any) -> Any:
+    return value.get("id") if isinstance(value, dict) else None
+
+
+def _norm_class(value: Any) -> str | None:
+    """LlamaTokenizer and LlamaTokenizerFast are one class to this check."""
+    if not isinstance(value, str):
+        return None
+    return value[: -len("Fast")] if value.endswith("Fast") else value
