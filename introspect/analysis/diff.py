@@ -24,6 +24,8 @@ import difflib
 from collections.abc import Callable, Iterable
 from typing import Any
 
+from introspect.analysis import diff_tokenizer_sides
+
 GROUPS = ("architecture", "tokenizer", "files", "environment")
 ARCH_IGNORED = frozenset({"evidence", "summary", "config_path", "path"})
 MAX_LIST_INDEX = 4096      # longest list flattened item by item
@@ -115,6 +117,8 @@ def _template_diff(ta: dict[str, Any], tb: dict[str, Any], labels: tuple[str, st
 
 def diff_tokenizer(a: dict[str, Any], b: dict[str, Any], labels: tuple[str, str] = ("A", "B")) -> dict[str, Any]:
     ta, tb = _d(a.get("tokenizer")), _d(b.get("tokenizer"))
+    # HOOK(tokenizers): one side loaded, the other fell back: compare file facts with file facts.
+    ta, tb, side_notes = diff_tokenizer_sides.like_for_like(ta, tb, labels)
     changes: list[Change] = []
     for key in ("loaded", "source", "class", "vocab_size"):
         changes += compare_flat({key: ta.get(key)}, {key: tb.get(key)})
@@ -131,9 +135,11 @@ def diff_tokenizer(a: dict[str, Any], b: dict[str, Any], labels: tuple[str, str]
     for key in ("present", "source", "sha256"):
         changes += compare_flat({f"chat_template.{key}": ca.get(key)}, {f"chat_template.{key}": cb.get(key)})
     template = _template_diff(ca, cb, labels)
-    notes = []
+    notes = list(side_notes)
     if template is not None and not template["text_available"]:
         notes.append("the chat templates differ, but a profile lacks the template text: no line diff")
+    changes = diff_tokenizer_sides.drop_load_cause(changes, side_notes)
+    changes, _left = diff_tokenizer_sides.cap(changes, notes)
     return _group(changes, notes, template_diff=template)
 
 
