@@ -5,6 +5,11 @@ files is compared with the loaded value; each field that disagrees is one warnin
 naming the field, both values and the file the fallback read. A host that cannot load
 the tokenizer gets the fallback's answers, so a disagreement here is a wrong answer
 there. A fact the fallback cannot compute (null) is not a disagreement.
+
+The class name is not compared: transformers loads other classes than the files
+declare without any wrong id (``PreTrainedTokenizerFast`` loads as ``TokenizersBackend``
+in transformers 5, ``LlamaTokenizer`` as ``LlamaTokenizerFast``); the section shows both
+(``class`` and ``declared_class``).
 """
 
 from __future__ import annotations
@@ -39,8 +44,7 @@ def disagreements(section: dict[str, Any], files: dict[str, Any]) -> list[dict[s
     vocab_file = files.get("vocab_file") or "the vocabulary file"
     named_file = "tokenizer_config.json" if files.get("vocab_file") not in ("tekken.json",) else vocab_file
     out = []
-    checks = [("class", _norm_class(section.get("class")), _norm_class(files.get("class")), "tokenizer_config.json")]
-    checks += [(key, section.get(key), files.get(key), vocab_file) for key in ("vocab_size", "len")]
+    checks = [(key, section.get(key), files.get(key), vocab_file) for key in ("vocab_size", "len")]
     checks += [(attr, _id(section.get(attr)), _id(files.get(attr)), named_file) for attr in NAMED]
     template = section.get("chat_template") if isinstance(section.get("chat_template"), dict) else {}
     checks.append(("chat_template.sha256", template.get("sha256"), files.get("chat_template_sha256"),
@@ -54,7 +58,9 @@ def disagreements(section: dict[str, Any], files: dict[str, Any]) -> list[dict[s
 
 def _specials(loaded: Any, fallback: Any, source: str) -> list[dict[str, Any]]:
     a, b = _by_id(loaded), _by_id(fallback)
-    if not b or a == b:
+    # No specials at all on the loaded side is a probe that did not report them (an older
+    # probe, a fact that raised), not a tokenizer without specials: nothing to compare.
+    if not a or not b or a == b:
         return []
     differ = sorted(i for i in set(a) | set(b) if a.get(i) != b.get(i))
     shown = ", ".join(f"id {i}: {a.get(i)!r} vs {b.get(i)!r}" for i in differ[:MAX_SHOWN])
@@ -85,10 +91,3 @@ def _by_id(value: Any) -> dict[int, str]:
 
 def _id(value: Any) -> Any:
     return value.get("id") if isinstance(value, dict) else None
-
-
-def _norm_class(value: Any) -> str | None:
-    """LlamaTokenizer and LlamaTokenizerFast are one class to this check."""
-    if not isinstance(value, str):
-        return None
-    return value[: -len("Fast")] if value.endswith("Fast") else value
