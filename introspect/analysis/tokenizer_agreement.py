@@ -24,7 +24,7 @@ MAX_SHOWN = 5
 
 def file_facts(from_files: dict[str, Any]) -> dict[str, Any]:
     """The file-derived facts kept in a loaded profile, for this check and for ``diff``."""
-    template = from_files.get("chat_template") if isinstance(from_files.get("chat_template"), dict) else {}
+    template = _dict(from_files.get("chat_template"))
     return {
         "class": from_files.get("class"),
         "vocab_size": from_files.get("vocab_size"),
@@ -33,7 +33,7 @@ def file_facts(from_files: dict[str, Any]) -> dict[str, Any]:
         "special_tokens": list(from_files.get("special_tokens") or []),
         "chat_template_sha256": template.get("sha256"),
         "chat_template_source": template.get("source"),
-        "vocab_file": (from_files.get("vocab") or {}).get("vocab_file"),
+        "vocab_file": _dict(from_files.get("vocab")).get("vocab_file"),
     }
 
 
@@ -46,7 +46,7 @@ def disagreements(section: dict[str, Any], files: dict[str, Any]) -> list[dict[s
     out = []
     checks = [(key, section.get(key), files.get(key), vocab_file) for key in ("vocab_size", "len")]
     checks += [(attr, _id(section.get(attr)), _id(files.get(attr)), named_file) for attr in NAMED]
-    template = section.get("chat_template") if isinstance(section.get("chat_template"), dict) else {}
+    template = _dict(section.get("chat_template"))
     checks.append(("chat_template.sha256", template.get("sha256"), files.get("chat_template_sha256"),
                    files.get("chat_template_source") or "the template file"))
     for field, loaded, fallback, source in checks:
@@ -91,3 +91,7 @@ def _by_id(value: Any) -> dict[int, str]:
 
 def _id(value: Any) -> Any:
     return value.get("id") if isinstance(value, dict) else None
+
+
+def _dict(value: Any) -> dict[str, Any]:
+    return value if isinstance(value, dict) else {}

@@ -96,8 +96,10 @@ def _sentencepiece(entry: dict[str, Any], files: dict[str, Any], facts: dict[str
     config = _dict(files.get("tokenizer_config"))
     for attr in NAMED:
         current = facts.get(attr)
-        if isinstance(current, dict) and current.get("id") is None and isinstance(found.get(current.get("token")), int):
-            facts[attr] = {"token": current["token"], "id": found[current["token"]]}
+        token = current.get("token") if isinstance(current, dict) else None
+        if isinstance(current, dict) and isinstance(token, str) and current.get("id") is None \
+                and isinstance(found.get(token), int):
+            facts[attr] = {"token": token, "id": found[token]}
         elif current is None and not config:
             facts[attr] = entry.get(attr)
     if not config:
@@ -117,7 +119,7 @@ def _declared_specials(static: dict[str, Any], facts: dict[str, Any]) -> None:
     reserved = _dict(static.get("reserved"))
     table: dict[int, str] = {}
     if isinstance(named, list):
-        count = reserved.get("count") if isinstance(reserved.get("count"), int) else len(named)
+        count: int = reserved["count"] if isinstance(reserved.get("count"), int) else len(named)
         placeholder = _dict(static.get("placeholder"))
         template, offset = placeholder.get("template"), placeholder.get("offset") or 0
         for index in range(count):

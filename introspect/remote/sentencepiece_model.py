@@ -79,6 +79,7 @@ def fields(data: bytes) -> Iterable[Tuple[int, int, Any]]:
     while pos < end:
         key, pos = _varint(data, pos)
         number, wire = key >> 3, key & 7
+        value: Any
         if number == 0:
             raise WireError("field number 0")
         if wire == 0:
@@ -107,7 +108,7 @@ def _text(value: Any) -> str:
     try:
         return value.decode("utf-8")
     except UnicodeDecodeError:
-        raise WireError("a string field is not UTF-8")
+        raise WireError("a string field is not UTF-8") from None
 
 
 # ---------------------------------------------------------------- ModelProto

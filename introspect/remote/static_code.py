@@ -25,9 +25,9 @@ class Module:
     def __init__(self, rel: str, tree: ast.Module) -> None:
         self.rel = rel
         self.tree = tree
-        self.env = {}  # type: Dict[str, ast.AST]
-        self.imports = {}  # type: Dict[str, Tuple[str, Optional[str]]]  # local name -> (module rel, name)
-        self.classes = {}  # type: Dict[str, ast.ClassDef]
+        self.env: Dict[str, ast.AST] = {}
+        self.imports: Dict[str, Tuple[str, Optional[str]]] = {}  # local name -> (module rel, name or None)
+        self.classes: Dict[str, ast.ClassDef] = {}
 
 
 class Scanner:
@@ -36,8 +36,8 @@ class Scanner:
     def __init__(self, root: str, cap: int) -> None:
         self.root = os.path.realpath(root)
         self.cap = cap
-        self.modules = {}  # type: Dict[str, Optional[Module]]
-        self.errors = []  # type: List[Dict[str, Any]]
+        self.modules: Dict[str, Optional[Module]] = {}
+        self.errors: List[Dict[str, Any]] = []
 
     # ------------------------------------------------------------ loading
 
@@ -51,8 +51,8 @@ class Scanner:
         if not file.startswith(self.root + os.sep) or not os.path.isfile(file):
             return None  # never read outside the model dir
         source, err = read_text_capped(file, self.cap)
-        if err is not None:
-            self.errors.append(err)
+        if err is not None or source is None:
+            self.errors.append(err or {"type": "unreadable", "message": rel, "path": file})
             return None
         try:
             tree = ast.parse(source, filename=rel)

@@ -19,7 +19,7 @@ from __future__ import annotations
 import ast
 from typing import Any, Dict, List, Optional, Tuple
 
-from .static_code import UNRESOLVED, Scanner, Module, source_of
+from .static_code import UNRESOLVED, Module, Scanner, source_of
 
 RESERVED = "num_reserved_special_tokens"
 MAX_DICT_ENTRIES = 10000
@@ -161,8 +161,8 @@ def _placeholder_of(joined: ast.JoinedStr) -> Optional[Dict[str, Any]]:
     if isinstance(value, ast.BinOp) and isinstance(value.op, ast.Add):
         left, right = value.left, value.right
         offset = left if isinstance(left, ast.Constant) else right if isinstance(right, ast.Constant) else None
-        if offset is not None and isinstance(offset.value, int):  # type: ignore[attr-defined]
-            return {"template": prefix + "{id}" + suffix, "mode": "index", "offset": offset.value}  # type: ignore[attr-defined]
+        if isinstance(offset, ast.Constant) and isinstance(offset.value, int):
+            return {"template": prefix + "{id}" + suffix, "mode": "index", "offset": offset.value}
     return None
 
 

@@ -38,8 +38,8 @@ _OLD_VERSIONS = ("v1", "v2", "v3", "v7")
 def read_tekken(file: str, cap: int = TEKKEN_CAP) -> Tuple[Optional[Dict[str, Any]], Optional[Dict[str, Any]]]:
     """(summary, None) or (None, error record); never raises."""
     text, err = read_text_capped(file, cap)
-    if err is not None:
-        return None, err
+    if err is not None or text is None:
+        return None, err or error("unreadable", "%s could not be read" % file, file)
     try:
         doc = json.loads(text)
     except (ValueError, RecursionError) as exc:
