@@ -63,6 +63,7 @@ def analyze_tokenizer(
     findings = _findings(section, probe, files, config, target, remote_code_allowed)
     if remote_code_allowed or not files.get("remote_code"):  # else transformers loaded another class
         findings += tokenizer_agreement.disagreements(section, section.get("from_files") or {})
+    findings += tokenizer_agreement.native_load(probe, target)
     return section, findings
 
 
@@ -244,6 +245,7 @@ def _effective_template(entries: Any) -> dict[str, Any] | None:
 def _section_from_probe(probe: dict[str, Any], from_files: dict[str, Any]) -> dict[str, Any]:
     """Loaded: transformers' answers; a fact the probe failed to read comes from the files."""
     failed = {str(e.get("fact")) for e in probe.get("fact_errors") or [] if isinstance(e, dict)}
+    loaded_by = probe.get("source") if isinstance(probe.get("source"), str) else "transformers"
     values: dict[str, Any] = {}
     sources: dict[str, str | None] = {}
     for fact in FACTS:
@@ -252,11 +254,11 @@ def _section_from_probe(probe: dict[str, Any], from_files: dict[str, Any]) -> di
             sources[fact] = "files" if values[fact] is not None else None
         else:
             values[fact] = _probe_fact(probe, fact)
-            sources[fact] = "transformers"
+            sources[fact] = loaded_by  # HOOK(tokenizers): the layout's library when not transformers
     sample = _dict(probe.get("sample"))
     return _section(
         loaded=True,
-        source="transformers",
+        source=loaded_by,
         values=values,
         sources=sources,
         sample=sample.get("text") if isinstance(sample.get("text"), str) else None,

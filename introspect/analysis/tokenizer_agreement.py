@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from introspect.analysis.findings import finding
+from introspect.analysis.findings import finding, pip_fix
 
 NAMED = ("bos", "eos", "pad", "unk", "mask")
 MAX_SHOWN = 5
@@ -95,3 +95,20 @@ def _id(value: Any) -> Any:
 
 def _dict(value: Any) -> dict[str, Any]:
     return value if isinstance(value, dict) else {}
+
+
+def native_load(probe: dict[str, Any] | None, target: dict[str, Any]) -> list[dict[str, Any]]:
+    """The probe loaded with the layout's own library because transformers could not."""
+    if not isinstance(probe, dict) or not probe.get("loaded") or probe.get("source") in (None, "transformers"):
+        return []
+    error = _dict(probe.get("transformers_error"))
+    missing = [p for p in error.get("missing_packages") or [] if isinstance(p, str) and p]
+    cause = f"{error.get('type')}: {str(error.get('message') or '').splitlines()[0] if error.get('message') else ''}"
+    return [finding(
+        "warning",
+        "tokenizer-loaded-without-transformers",
+        f"transformers could not load the tokenizer ({cause.rstrip(': ')}); it was loaded with "
+        f"{probe.get('source')} ({probe.get('class')}) instead",
+        pip_fix(target, missing[0]) if missing else
+        "serve it with a loader that reads this layout (vLLM: --tokenizer-mode mistral for Mistral files)",
+    )]

@@ -205,9 +205,18 @@ def _assigned(node: ast.AST, name: str) -> Optional[ast.AST]:
 
 
 def source_of(node: Optional[ast.AST]) -> Optional[str]:
+    """A short, version-independent rendering of a small expression (``N``, ``256``, ``a.b + 2``)."""
     if node is None:
         return None
-    try:
-        return ast.unparse(node)  # type: ignore[attr-defined,unused-ignore]  # Python 3.9+
-    except AttributeError:  # Python 3.8: the name is enough to say where the number came from
-        return node.id if isinstance(node, ast.Name) else type(node).__name__
+    if isinstance(node, ast.Name):
+        return node.id
+    if isinstance(node, ast.Constant):
+        return repr(node.value)
+    if isinstance(node, ast.Attribute):
+        return "%s.%s" % (source_of(node.value), node.attr)
+    if isinstance(node, ast.BinOp):
+        ops = {ast.Add: "+", ast.Sub: "-", ast.Mult: "*"}
+        op = ops.get(type(node.op))
+        if op is not None:
+            return "%s %s %s" % (source_of(node.left), op, source_of(node.right))
+    return type(node).__name__

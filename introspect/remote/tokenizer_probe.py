@@ -25,6 +25,9 @@ Result::
       "sample": null | {"text": str | null, "error": null | <error>},
       "import_seconds": float | null, "load_seconds": float | null,
       "error": null | <error>,
+      # Only when transformers failed and the layout's own library loaded it
+      # (tokenizer_native_load): "source": "mistral_common" | "sentencepiece" | "tiktoken",
+      # "transformers_error": <error>.
       "fact_errors": [{"fact", "type", "message"}],  # a fact that raised after loading
     }
     <error> = {"type": exception class, "message": str, "cause": "missing-package" |
@@ -41,6 +44,7 @@ import time
 import traceback
 from typing import Any, Callable, Dict, List, Optional
 
+from . import tokenizer_native_load
 from .common import DEFAULT_JSON_CAP, json_safe, read_json_capped, read_text_capped, sha256_text
 
 SPECIAL_ATTRIBUTES = ("bos", "eos", "pad", "unk", "mask")
@@ -138,6 +142,7 @@ def _run(request: Dict[str, Any], result: Dict[str, Any]) -> None:
         if isinstance(exc, KeyboardInterrupt):
             raise
         result["error"] = classify_error(exc)
+        tokenizer_native_load.fall_back_to_native(path, result)  # HOOK(tokenizers)
         return
     finally:
         result["import_seconds"] = round(time.monotonic() - started, 3)
@@ -151,6 +156,7 @@ def _run(request: Dict[str, Any], result: Dict[str, Any]) -> None:
         if isinstance(exc, KeyboardInterrupt):
             raise
         result["error"] = classify_error(exc)
+        tokenizer_native_load.fall_back_to_native(path, result)  # HOOK(tokenizers)
         return
     finally:
         result["load_seconds"] = round(time.monotonic() - started, 3)

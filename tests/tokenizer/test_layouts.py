@@ -22,6 +22,7 @@ from introspect.remote.files_probe import collect_files
 from introspect.remote.tokenizer_files import collect_tokenizer_files
 from tests.fixtures.kimi_model import build_kimi_model
 from tests.fixtures.tokenizer_layouts import LAYOUTS, NEMO_PARAMS, build_layout, tok_venv, truth
+from tests.fixtures.venvs import make_venv
 from tests.tokenizer.conftest import ProbeRunner
 
 CAP = 1 << 26
@@ -31,6 +32,12 @@ NAMED = ("bos", "eos", "pad", "unk")
 @pytest.fixture(scope="session")
 def pinned_venv() -> Path:
     return tok_venv()
+
+
+@pytest.fixture(scope="session")
+def venv_bare(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """No transformers and no tiktoken: nothing on the host can load these tokenizers."""
+    return make_venv(tmp_path_factory.mktemp("venvs") / "venv_bare", exclude={"transformers", "tiktoken"})
 
 
 @pytest.fixture(scope="session")
@@ -49,11 +56,11 @@ def _fallback(model: Path, probe_result: dict[str, Any] | None) -> tuple[dict[st
 @pytest.mark.slow
 @pytest.mark.parametrize("layout", LAYOUTS)
 def test_fallback_equals_the_layouts_own_library(
-    layout: str, layout_dirs: dict[str, Path], pinned_venv: Path, venv_without: Any, probe: ProbeRunner
+    layout: str, layout_dirs: dict[str, Path], pinned_venv: Path, venv_bare: Path, probe: ProbeRunner
 ) -> None:
     model = layout_dirs[layout]
     expected = truth(layout, model, pinned_venv)
-    result = probe(venv_without("transformers"), model, sample=False)
+    result = probe(venv_bare, model, sample=False)
     assert result["loaded"] is False and result["error"]["missing_packages"] == ["transformers"]
     section, _ = _fallback(model, result)
     assert (section["loaded"], section["source"]) == (False, "files")
@@ -64,6 +71,35 @@ def test_fallback_equals_the_layouts_own_library(
     assert section["special_tokens"] == expected["specials"]
     # None of these layouts ships a chat template: both sides have none.
     assert section["chat_template"]["sha256"] is None and not section["chat_template"]["present"]
+
+
+NATIVE_SOURCE = {"sentencepiece-tokenizer.model": "sentencepiece", "sentencepiece-spiece.model": "sentencepiece",
+                 "mistral-model.v3": "mistral_common", "mistral-native-tekken": "mistral_common",
+                 "meta-original-tiktoken": "tiktoken", "tiktoken-specials-in-code": None}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("layout", LAYOUTS)
+def test_without_transformers_the_layouts_library_loads_it(
+    layout: str, layout_dirs: dict[str, Path], pinned_venv: Path, probe: ProbeRunner
+) -> None:
+    """The pinned venv has sentencepiece, mistral_common and tiktoken, no transformers."""
+    model = layout_dirs[layout]
+    result = probe(pinned_venv, model, sample=False)
+    source = NATIVE_SOURCE[layout]
+    if source is None:  # a class of its own declares the specials: its library alone is not the truth
+        assert result["loaded"] is False
+        return
+    assert result["loaded"] is True and result["source"] == source
+    assert result["transformers_error"]["missing_packages"] == ["transformers"]
+    expected = truth(layout, model, pinned_venv)
+    section, findings = _fallback(model, result)
+    assert (section["source"], section["class"]) == (source, expected["cls"])
+    assert (section["vocab_size"], section["len"], section["special_tokens"]) == (
+        expected["vocab_size"], expected["len"], expected["specials"])
+    assert set(section["sources"].values()) <= {source, None}
+    assert [f["code"] for f in findings] == ["tokenizer-loaded-without-transformers"]  # no disagreement
+    assert findings[0]["fix"] == "/v/bin/pip install transformers"
 
 
 def test_layout_numbers_are_the_published_ones(layout_dirs: dict[str, Path]) -> None:
