@@ -245,7 +245,8 @@ def _effective_template(entries: Any) -> dict[str, Any] | None:
 def _section_from_probe(probe: dict[str, Any], from_files: dict[str, Any]) -> dict[str, Any]:
     """Loaded: transformers' answers; a fact the probe failed to read comes from the files."""
     failed = {str(e.get("fact")) for e in probe.get("fact_errors") or [] if isinstance(e, dict)}
-    loaded_by = probe.get("source") if isinstance(probe.get("source"), str) else "transformers"
+    source = probe.get("source")
+    loaded_by: str = source if isinstance(source, str) else "transformers"
     values: dict[str, Any] = {}
     sources: dict[str, str | None] = {}
     for fact in FACTS:
