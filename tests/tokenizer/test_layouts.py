@@ -265,3 +265,60 @@ def test_corrupt_sentencepiece_is_an_error_record(tmp_path: Path, data: bytes) -
     files, errors = collect_tokenizer_files(str(tmp_path), json_cap=CAP)
     assert files["sentencepiece"] == []
     assert [e["type"] for e in errors] == ["malformed-sentencepiece"]
+
+
+def test_discover_lists_the_new_layouts(layout_dirs: dict[str, Path]) -> None:
+    from introspect.remote.discover_probe import is_model_dir, tokenizer_layout
+
+    for layout, fmt in (("mistral-native-tekken", "tekken"), ("mistral-model.v3", "sentencepiece"),
+                        ("sentencepiece-spiece.model", "sentencepiece")):
+        names = sorted(p.name for p in layout_dirs[layout].iterdir())
+        assert is_model_dir(names, None), layout
+        assert fmt in tokenizer_layout(names, None)["formats"], layout
+
+
+def test_params_json_moe_and_mla_follow_vllm() -> None:
+    """vllm/transformers_utils/configs/mistral.py: adapt_config_dict, _remap_moe_args."""
+    from introspect.remote.native_config import to_hf_config
+
+    base = {"dim": 4096, "n_layers": 32, "n_heads": 32, "n_kv_heads": 8, "hidden_dim": 14336, "vocab_size": 32000}
+    mixtral = to_hf_config({**base, "moe": {"num_experts": 8, "num_experts_per_tok": 2}})
+    assert mixtral is not None
+    assert (mixtral["model_type"], mixtral["num_local_experts"], mixtral["num_experts_per_tok"]) == ("mixtral", 8, 2)
+    large3 = to_hf_config({**base, "q_lora_rank": 1536, "kv_lora_rank": 512, "qk_nope_head_dim": 128,
+                           "qk_rope_head_dim": 64, "v_head_dim": 128,
+                           "moe": {"num_experts": 128, "num_shared_experts": 1, "expert_hidden_dim": 4096,
+                                   "num_experts_per_tok": 4, "first_k_dense_replace": 3}})
+    assert large3 is not None
+    assert (large3["model_type"], large3["architectures"]) == ("deepseek_v3", ["MistralLarge3ForCausalLM"])
+    assert (large3["n_routed_experts"], large3["n_shared_experts"], large3["moe_intermediate_size"],
+            large3["first_k_dense_replace"], large3["kv_lora_rank"]) == (128, 1, 4096, 3, 512)
+    assert to_hf_config({"dim": "x"}) is None and to_hf_config([]) is None
+
+
+def test_dict_literal_specials_through_constants_equal_tiktoken(tmp_path: Path) -> None:
+    """A class that declares its specials as a dict literal, ids written through constants."""
+    import tiktoken
+    from tiktoken.load import load_tiktoken_bpe
+
+    from tests.fixtures.kimi_model import write_tiktoken_model
+
+    ranks = [bytes([b]) for b in range(256)] + [b"ab", b"cd"]
+    write_tiktoken_model(tmp_path / "qwen.tiktoken", ranks)
+    (tmp_path / "consts.py").write_text('ENDOFTEXT = "<|endoftext|>"\nSPECIAL_START = 258\n')
+    (tmp_path / "tokenization_q.py").write_text(
+        "from .consts import ENDOFTEXT, SPECIAL_START\n"
+        "class QTokenizer:\n"
+        "    special_tokens = {ENDOFTEXT: SPECIAL_START, '<|im_start|>': SPECIAL_START + 1,\n"
+        "                      '<|im_end|>': SPECIAL_START + 2}\n"
+        "    def __init__(self):\n        self.eos_id = self.special_tokens['<|im_end|>']\n")
+    (tmp_path / "tokenizer_config.json").write_text(json.dumps(
+        {"auto_map": {"AutoTokenizer": ["tokenization_q.QTokenizer", None]}}))
+    specials = {"<|endoftext|>": 258, "<|im_start|>": 259, "<|im_end|>": 260}
+    enc = tiktoken.Encoding(name="q", pat_str=r"\S+|\s+", mergeable_ranks=load_tiktoken_bpe(str(tmp_path / "qwen.tiktoken")),
+                            special_tokens=specials)
+    section, _ = _fallback(tmp_path, None)
+    assert (section["vocab_size"], section["len"]) == (enc.n_vocab, enc.n_vocab) == (261, 261)
+    assert section["special_tokens"] == [{"token": t, "id": i} for t, i in specials.items()]
+    assert section["eos"] == {"token": "<|im_end|>", "id": enc.encode("<|im_end|>", allowed_special="all")[0]}
+    assert section["class"] == "QTokenizer"
