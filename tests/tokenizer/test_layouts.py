@@ -14,11 +14,15 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from introspect.analysis.architecture import analyze_architecture
 from introspect.analysis.diff import diff_tokenizer
 from introspect.analysis.tokenizer import analyze_tokenizer
 from introspect.remote.files_probe import collect_files
+from introspect.remote.sentencepiece_model import WireError, parse_model, summarize_model
+from introspect.remote.tekken import summarize_tekken
 from introspect.remote.tokenizer_files import collect_tokenizer_files
 from tests.fixtures.kimi_model import build_kimi_model
 from tests.fixtures.tokenizer_layouts import LAYOUTS, NEMO_PARAMS, build_layout, tok_venv, truth
@@ -322,3 +326,36 @@ def test_dict_literal_specials_through_constants_equal_tiktoken(tmp_path: Path) 
     assert section["special_tokens"] == [{"token": t, "id": i} for t, i in specials.items()]
     assert section["eos"] == {"token": "<|im_end|>", "id": enc.encode("<|im_end|>", allowed_special="all")[0]}
     assert section["class"] == "QTokenizer"
+
+
+# ---------------------------------------------------------------- the readers never raise
+
+
+def _piece(text: bytes, kind: int) -> bytes:
+    body = b"\n" + bytes([len(text)]) + text + b"\x18" + bytes([kind])
+    return b"\n" + bytes([len(body)]) + body
+
+
+@settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.binary(max_size=300) | st.lists(st.tuples(st.binary(max_size=20), st.integers(0, 9)), max_size=8).map(
+    lambda ps: b"".join(_piece(t, k) for t, k in ps)))
+def test_the_model_proto_reader_raises_only_wire_errors(data: bytes) -> None:
+    try:
+        summary = summarize_model(parse_model(data))
+    except WireError:
+        return
+    assert summary["pieces"] == sum(summary["types"].values()) > 0
+
+
+json_values = st.recursive(st.none() | st.booleans() | st.integers(-5, 2000) | st.text(max_size=8),
+                           lambda inner: st.lists(inner, max_size=4) | st.dictionaries(st.text(max_size=8), inner,
+                                                                                        max_size=4), max_leaves=20)
+
+
+@settings(max_examples=200, deadline=None)
+@given(json_values, st.dictionaries(st.sampled_from(["default_vocab_size", "default_num_special_tokens", "version",
+                                                     "pattern"]), json_values))
+def test_the_tekken_summary_never_raises(doc: Any, config: dict[str, Any]) -> None:
+    summarize_tekken(doc)
+    summary, why = summarize_tekken({"config": config, "special_tokens": doc, "vocab": doc})
+    assert (summary is None) != (why is None)
