@@ -25,7 +25,14 @@ from introspect.remote.sentencepiece_model import WireError, parse_model, summar
 from introspect.remote.tekken import summarize_tekken
 from introspect.remote.tokenizer_files import collect_tokenizer_files
 from tests.fixtures.kimi_model import build_kimi_model
-from tests.fixtures.tokenizer_layouts import LAYOUTS, NEMO_PARAMS, build_layout, tok_venv, truth
+from tests.fixtures.tokenizer_layouts import (
+    LAYOUTS,
+    NEMO_PARAMS,
+    build_layout,
+    tok_venv,
+    truth,
+    with_pinned_packages,
+)
 from tests.fixtures.venvs import make_venv
 from tests.tokenizer.conftest import ProbeRunner
 
@@ -104,6 +111,26 @@ def test_without_transformers_the_layouts_library_loads_it(
     assert set(section["sources"].values()) <= {source, None}
     assert [f["code"] for f in findings] == ["tokenizer-loaded-without-transformers"]  # no disagreement
     assert findings[0]["fix"] == "/v/bin/pip install transformers"
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("layout", ["mistral-native-tekken", "meta-original-tiktoken"])
+def test_where_transformers_loads_it_the_fallback_tells_the_same_story(
+    layout: str, layout_dirs: dict[str, Path], pinned_venv: Path, probe: ProbeRunner,
+    tmp_path_factory: pytest.TempPathFactory,
+) -> None:
+    """transformers 5 reads tekken.json (with mistral_common) and tiktoken text itself."""
+    venv_dir = with_pinned_packages(make_venv(tmp_path_factory.mktemp("venvs") / "venv_mc"), pinned_venv)
+    model = layout_dirs[layout]
+    result = probe(venv_dir, model, sample=False)
+    assert result["loaded"] is True and "source" not in result, result["error"]
+    section, findings = _fallback(model, result)
+    assert section["source"] == "transformers"
+    assert [f for f in findings if f["code"] == "tokenizer-fallback-disagrees"] == []
+    expected = truth(layout, model, pinned_venv)
+    files = section["from_files"]
+    assert (files["vocab_size"], files["len"]) == (section["vocab_size"], section["len"]) == (
+        expected["vocab_size"], expected["len"])
 
 
 def test_layout_numbers_are_the_published_ones(layout_dirs: dict[str, Path]) -> None:
