@@ -34,7 +34,8 @@ class Scanner:
     """Parse the module at ``rel`` (inside ``root``) and whatever it imports relatively."""
 
     def __init__(self, root: str, cap: int) -> None:
-        self.root = os.path.realpath(root)
+        # Lexical, not realpath: in an HF cache snapshot every file is a link into blobs/.
+        self.root = os.path.normpath(os.path.abspath(root))
         self.cap = cap
         self.modules: Dict[str, Optional[Module]] = {}
         self.errors: List[Dict[str, Any]] = []
@@ -47,9 +48,9 @@ class Scanner:
         self.modules[rel] = None
         if len(self.modules) > MAX_MODULES:
             return None
-        file = os.path.realpath(os.path.join(self.root, rel))
+        file = os.path.normpath(os.path.join(self.root, rel))
         if not file.startswith(self.root + os.sep) or not os.path.isfile(file):
-            return None  # never read outside the model dir
+            return None  # a name that climbs out of the model dir is never followed
         source, err = read_text_capped(file, self.cap)
         if err is not None or source is None:
             self.errors.append(err or {"type": "unreadable", "message": rel, "path": file})

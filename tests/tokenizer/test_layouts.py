@@ -386,3 +386,21 @@ def test_the_tekken_summary_never_raises(doc: Any, config: dict[str, Any]) -> No
     summarize_tekken(doc)
     summary, why = summarize_tekken({"config": config, "special_tokens": doc, "vocab": doc})
     assert (summary is None) != (why is None)
+
+
+def test_code_in_an_hf_cache_snapshot_is_read_through_its_blob_links(tmp_path: Path) -> None:
+    """Snapshot files are links into ../../blobs; a relative import may not climb out."""
+    blobs, snapshot = tmp_path / "blobs", tmp_path / "snapshots" / "abc"
+    blobs.mkdir()
+    snapshot.mkdir(parents=True)
+    (blobs / "1").write_text("from .consts import N\nclass T:\n    num_reserved_special_tokens = N\n")
+    (blobs / "2").write_text("N = 7\n")
+    (tmp_path / "outside.py").write_text("N = 99\n")
+    (snapshot / "tok.py").symlink_to("../../blobs/1")
+    (snapshot / "consts.py").symlink_to("../../blobs/2")
+    (snapshot / "tokenizer_config.json").write_text(json.dumps({"auto_map": {"AutoTokenizer": ["tok.T", None]}}))
+    files, errors = collect_tokenizer_files(str(snapshot), json_cap=CAP)
+    assert errors == [] and files["remote_code"]["num_reserved_special_tokens"] == 7
+    (blobs / "1").write_text("from ...outside import N\nclass T:\n    num_reserved_special_tokens = N\n")
+    files, _ = collect_tokenizer_files(str(snapshot), json_cap=CAP)
+    assert files["remote_code"]["static"]["reserved"]["count"] is None  # not followed out of the dir
