@@ -213,7 +213,9 @@ def test_tiktoken_parser_never_raises(lines: list[bytes]) -> None:
 def test_tiktoken_text_under_a_sentencepiece_name(tmp_path: Path) -> None:
     """Llama-3's original/tokenizer.model is tiktoken text; real sentencepiece is protobuf."""
     (tmp_path / "tokenizer.model").write_bytes(b"IQ== 0\nIg== 1\n")
-    (tmp_path / "spiece.model").write_bytes(b"\n\x0b\n\x05<unk>\x15\x00\x00\x00\x00")
+    # One piece {piece: "<unk>", score: 0.0}: 12 bytes (this fixture said 11 before the
+    # ModelProto reader existed, a truncated message it now reports).
+    (tmp_path / "spiece.model").write_bytes(b"\n\x0c\n\x05<unk>\x15\x00\x00\x00\x00")
     facts, errors = collect_tokenizer_files(str(tmp_path), json_cap=CAP)
     assert errors == []
     assert [(t["file"], t["entries"], t["dense"]) for t in facts["tiktoken"]] == [("tokenizer.model", 2, True)]
