@@ -72,20 +72,17 @@ def _scope(scanner: Scanner, module: Module, cls: Optional[ast.ClassDef]) -> Lis
 
 def _reserved(scanner: Scanner, module: Module, cls: Optional[ast.ClassDef], scope: List[Any]) -> Optional[Dict[str, Any]]:
     """The count, the expression it is written as, and the file that holds the number."""
-    expr = None  # type: Optional[ast.AST]
-    count = UNRESOLVED  # type: Any
-    declared_in = None  # type: Optional[str]
-    for owner_module, owner, node in scope:
-        expr = _class_or_module_assignment(node, RESERVED)
-        if expr is not None:
-            count = scanner.evaluate(expr, owner_module, owner)
-            declared_in = owner_module.rel
-            break
-    if expr is None:
+    found = _reserved_assignment(scope)
+    if found is None:  # module level, here and in the modules it imports (read only when needed)
+        found = _reserved_assignment([(module, None, module.tree)] + _imported(scanner, module))
+    if found is None:
         return None
+    owner_module, owner, expr = found
+    count = scanner.evaluate(expr, owner_module, owner)
+    declared_in = owner_module.rel
     resolved_in = declared_in
     if isinstance(expr, ast.Name):
-        resolved_in = scanner.lookup(module, expr.id)[1] or declared_in
+        resolved_in = scanner.lookup(owner_module, expr.id)[1] or declared_in
     return {
         "count": count if isinstance(count, int) else None,
         "expression": source_of(expr),
@@ -93,6 +90,15 @@ def _reserved(scanner: Scanner, module: Module, cls: Optional[ast.ClassDef], sco
         "resolved_in": resolved_in,
         "extra": _reserved_extra(scanner, scope),
     }
+
+
+def _reserved_assignment(scope: List[Any]) -> Optional[Tuple[Module, Optional[ast.ClassDef], ast.AST]]:
+    """(module, class, expression) of the first ``num_reserved_special_tokens = ...`` in scope."""
+    for owner_module, owner, node in scope:
+        expr = _class_or_module_assignment(node, RESERVED)
+        if expr is not None:
+            return owner_module, owner, expr
+    return None
 
 
 def _class_or_module_assignment(node: ast.AST, name: str) -> Optional[ast.AST]:
@@ -141,12 +147,21 @@ def _placeholder(scope: List[Any]) -> Optional[Dict[str, Any]]:
 
 
 def _imported(scanner: Scanner, module: Module) -> List[Any]:
-    """The sibling modules ``module`` imports from (a helper may build the placeholder name)."""
-    out = []
-    for rel, _name in sorted(set(module.imports.values()), key=lambda r: (r[0], r[1] or "")):
-        other = scanner.load(rel)
-        if other is not None and other is not module:
-            out.append((other, None, other.tree))
+    """(module, None, tree) of every module ``module`` imports relatively, transitively, in order.
+
+    A helper module may build the placeholder name or hold the reserved count.
+    """
+    out: List[Any] = []
+    seen = {module.rel}
+    queue = [module]
+    while queue:
+        current = queue.pop(0)
+        for rel, _name in sorted(set(current.imports.values()), key=lambda r: (r[0], r[1] or "")):
+            other = scanner.load(rel) if rel not in seen else None
+            seen.add(rel)
+            if other is not None:
+                out.append((other, None, other.tree))
+                queue.append(other)
     return out
 
 
