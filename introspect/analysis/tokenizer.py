@@ -1,7 +1,7 @@
 """The profile's ``tokenizer`` section: loaded facts, or the same facts from raw files.
 
-Pure: raw facts in (``tokenizer_files`` from ``introspect.remote.tokenizer_files``,
-``tokenizer_probe`` from ``introspect.remote.tokenizer_probe``), section and findings
+Pure: raw facts in (``tokenizer_files`` from ``introspect.remote.facts.tokenizer_files``,
+``tokenizer_probe`` from ``introspect.remote.tasks.tokenizer``), section and findings
 out. When transformers loaded the tokenizer its answers are used; when it did not
 (a missing package, remote code not allowed, a crash) the fallback recomputes the
 same facts from the files the way the tokenizer class would, and ``sources`` says
@@ -23,6 +23,11 @@ Fallback rules, mirroring the classes that read these files:
   only when tokenizer_config has no ``added_tokens_decoder`` (transformers' rule).
 * Chat template: chat_template.jinja / additional_chat_templates over the inline
   template of tokenizer_config.json; chat_template.json (processors) last.
+* sentencepiece, tekken, tiktoken with specials declared in code, and the class when
+  tokenizer_config.json names none: :mod:`introspect.analysis.tokenizer_layouts`.
+
+Where the tokenizer loaded, the file-derived facts ride along (``from_files``) and
+each is compared with the loaded value (:mod:`introspect.analysis.tokenizer_agreement`).
 """
 
 from __future__ import annotations

@@ -16,11 +16,11 @@ remote-code class) is never replaced by its library: its numbers would differ.
 
 from __future__ import annotations
 
-import json
 import os
 from typing import Any, Dict, List, Optional, cast
 
-from ..contract import TokenizerProbe, VocabChoice
+from ..contract import DEFAULT_JSON_CAP, TokenizerProbe, VocabChoice, as_dict
+from ..readers import read_json_capped
 from . import sentencepiece_model, tokenizer_vocab_files
 
 MAX_SPECIALS = 5000
@@ -63,12 +63,9 @@ def fall_back_to_native(path: str, result: TokenizerProbe) -> None:
 
 
 def _tokenizer_config(path: str) -> Dict[str, Any]:
-    try:
-        with open(os.path.join(path, "tokenizer_config.json"), encoding="utf-8") as fh:
-            value = json.load(fh)
-    except (OSError, ValueError):
-        return {}
-    return value if isinstance(value, dict) else {}
+    # Its read errors are the tokenizer_files section's to report; here only "is a class named?".
+    value, _err = read_json_capped(os.path.join(path, "tokenizer_config.json"), DEFAULT_JSON_CAP)
+    return as_dict(value)
 
 
 def _choose(path: str, names: List[str]) -> Optional[VocabChoice]:
