@@ -24,6 +24,7 @@ import difflib
 from collections.abc import Callable, Iterable
 from typing import Any
 
+from introspect.analysis import diff_tokenizer_sides
 from introspect.analysis.result import target_where
 from introspect.remote.contract import as_dict
 
@@ -114,6 +115,8 @@ def _template_diff(ta: dict[str, Any], tb: dict[str, Any], labels: tuple[str, st
 
 def diff_tokenizer(a: dict[str, Any], b: dict[str, Any], labels: tuple[str, str] = ("A", "B")) -> dict[str, Any]:
     ta, tb = as_dict(a.get("tokenizer")), as_dict(b.get("tokenizer"))
+    # One side loaded, the other fell back: compare file facts with file facts.
+    ta, tb, side_notes = diff_tokenizer_sides.like_for_like(ta, tb, labels)
     changes: list[Change] = []
     for key in ("loaded", "source", "class", "vocab_size"):
         changes += compare_flat({key: ta.get(key)}, {key: tb.get(key)})
@@ -130,9 +133,11 @@ def diff_tokenizer(a: dict[str, Any], b: dict[str, Any], labels: tuple[str, str]
     for key in ("present", "source", "sha256"):
         changes += compare_flat({f"chat_template.{key}": ca.get(key)}, {f"chat_template.{key}": cb.get(key)})
     template = _template_diff(ca, cb, labels)
-    notes = []
+    notes = list(side_notes)
     if template is not None and not template["text_available"]:
         notes.append("the chat templates differ, but a profile lacks the template text: no line diff")
+    changes = diff_tokenizer_sides.drop_load_cause(changes, side_notes)
+    changes, _left = diff_tokenizer_sides.cap(changes, notes)
     return _group(changes, notes, template_diff=template)
 
 

@@ -1,7 +1,7 @@
 """The profile's ``tokenizer`` section: loaded facts, or the same facts from raw files.
 
-Pure: raw facts in (``tokenizer_files`` from ``introspect.remote.tokenizer_files``,
-``tokenizer_probe`` from ``introspect.remote.tokenizer_probe``), section and findings
+Pure: raw facts in (``tokenizer_files`` from ``introspect.remote.facts.tokenizer_files``,
+``tokenizer_probe`` from ``introspect.remote.tasks.tokenizer``), section and findings
 out. When transformers loaded the tokenizer its answers are used; when it did not
 (a missing package, remote code not allowed, a crash) the fallback recomputes the
 same facts from the files the way the tokenizer class would, and ``sources`` says
@@ -23,6 +23,11 @@ Fallback rules, mirroring the classes that read these files:
   only when tokenizer_config has no ``added_tokens_decoder`` (transformers' rule).
 * Chat template: chat_template.jinja / additional_chat_templates over the inline
   template of tokenizer_config.json; chat_template.json (processors) last.
+* sentencepiece, tekken, tiktoken with specials declared in code, and the class when
+  tokenizer_config.json names none: :mod:`introspect.analysis.tokenizer_layouts`.
+
+Where the tokenizer loaded, the file-derived facts ride along (``from_files``) and
+each is compared with the loaded value (:mod:`introspect.analysis.tokenizer_agreement`).
 """
 
 from __future__ import annotations
@@ -31,6 +36,7 @@ from typing import Any
 
 from introspect.analysis.added_tokens import judge_added_tokens
 from introspect.analysis.findings import Finding
+from introspect.analysis.tokenizer_agreement import disagreements, file_facts, native_load
 from introspect.analysis.tokenizer_fallback import NAMED, facts_from_files
 from introspect.analysis.tokenizer_findings import config_vocab_size, tokenizer_findings
 from introspect.remote.contract import as_dict
@@ -68,14 +74,22 @@ def tokenizer_section(
     from_files = facts_from_files(files)
     if probe is not None and probe.get("loaded"):
         section = _section_from_probe(probe, from_files)
+        # The file-derived facts ride along, for the same-story check and for diff.
+        section["from_files"] = file_facts(from_files)
     else:
         section = _section_from_files(from_files, probe)
-    return section, tokenizer_findings(section, files, config, target, remote_code_allowed)
+    findings = tokenizer_findings(section, files, config, target, remote_code_allowed)
+    if remote_code_allowed or not files.get("remote_code"):  # else transformers loaded another class
+        findings += disagreements(section, as_dict(section.get("from_files")))
+    findings += native_load(probe, target)
+    return section, findings
 
 
 def _section_from_probe(probe: dict[str, Any], from_files: dict[str, Any]) -> dict[str, Any]:
-    """Loaded: transformers' answers; a fact the probe failed to read comes from the files."""
+    """Loaded: transformers' (or the layout library's) answers; a fact the probe failed to read comes from the files."""
     failed = {str(e.get("fact")) for e in probe.get("fact_errors") or [] if isinstance(e, dict)}
+    source = probe.get("source")
+    loaded_by = source if isinstance(source, str) else "transformers"  # else the layout's own library
     values: dict[str, Any] = {}
     sources: dict[str, str | None] = {}
     for fact in FACTS:
@@ -84,11 +98,11 @@ def _section_from_probe(probe: dict[str, Any], from_files: dict[str, Any]) -> di
             sources[fact] = "files" if values[fact] is not None else None
         else:
             values[fact] = _probe_fact(probe, fact)
-            sources[fact] = "transformers"
+            sources[fact] = loaded_by
     sample = as_dict(probe.get("sample"))
     return _section(
         loaded=True,
-        source="transformers",
+        source=loaded_by,
         values=values,
         sources=sources,
         sample=sample.get("text") if isinstance(sample.get("text"), str) else None,

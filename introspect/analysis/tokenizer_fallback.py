@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from introspect.analysis.tokenizer_layouts import refine as refine_layouts
 from introspect.remote.contract import as_dict
 
 NAMED = ("bos", "eos", "pad", "unk", "mask")
@@ -28,7 +29,7 @@ def facts_from_files(files: dict[str, Any]) -> dict[str, Any]:
     for token, token_id in as_dict(tok_json.get("vocab_lookup")).items():
         lookup.setdefault(token, token_id)  # an added token wins over a plain vocab entry
     named = {attr: _resolve(_named_token(attr, tok_config, as_dict(files.get("special_tokens_map"))), lookup) for attr in NAMED}
-    return {
+    facts = {
         "class": tok_config.get("tokenizer_class") if isinstance(tok_config.get("tokenizer_class"), str) else None,
         "vocab_size": vocab["vocab_size"],
         "len": vocab["len"],
@@ -38,6 +39,8 @@ def facts_from_files(files: dict[str, Any]) -> dict[str, Any]:
         "vocab": dict(vocab, added_token_conflicts=conflicts),
         "added_tokens": len(added),
     }
+    refine_layouts(files, facts, sorted(added))  # sentencepiece, tekken, specials in code, class from layout
+    return facts
 
 
 def _added_tokens(
@@ -74,7 +77,7 @@ def _vocab(
 ) -> dict[str, Any]:
     """vocab_size and len, with the numbers they come from (shown in the profile)."""
     max_added = max(added, default=None)
-    tiktoken = _main_tiktoken(files.get("tiktoken"))
+    tiktoken = _main_tiktoken(files.get("tiktoken"), files.get("vocab_choice"))
     reserved = _reserved(remote)
     out: dict[str, Any] = {
         "kind": None,  # tiktoken-class | tiktoken-conversion | tokenizer.json
@@ -120,8 +123,12 @@ def _special_tokens(added: dict[int, dict[str, Any]], names: dict[int, str], voc
     return [{"token": token, "id": token_id} for token_id, token in sorted(specials.items())]
 
 
-def _main_tiktoken(entries: Any) -> dict[str, Any] | None:
+def _main_tiktoken(entries: Any, chosen: Any = None) -> dict[str, Any] | None:
     candidates = [e for e in entries or [] if isinstance(e, dict)]
+    choice = as_dict(chosen)
+    for entry in candidates:  # the file the remote side chose, and said why
+        if choice.get("kind") == "tiktoken" and entry.get("file") == choice.get("file"):
+            return entry
     for entry in candidates:
         if entry.get("file") == "tiktoken.model":
             return entry

@@ -21,6 +21,8 @@ __all__ = [
     "TokenizerJsonSummary",
     "TiktokenSummary",
     "SentencepieceFile",
+    "TekkenSummary",
+    "VocabChoice",
     "ModuleInfo",
     "RemoteCodeInfo",
     "TokenizerFilesFacts",
@@ -94,7 +96,14 @@ class CustomCodeEntry(TypedDict):
     error: Optional[ShortError]
 
 
-class FilesFacts(TypedDict):
+class _NativeConfig(TypedDict, total=False):
+    """Only for a Mistral/Meta native dir: its params.json stands in for config.json."""
+
+    config_source: str  # "params.json"
+    native_params: Any  # the raw params.json
+
+
+class FilesFacts(_NativeConfig):
     """Section ``files``: the model dir's listing, configs and custom code."""
 
     model_path: str
@@ -160,10 +169,52 @@ class TiktokenSummary(TypedDict, total=False):
     malformed_examples: List[Dict[str, Any]]  # {"line", "reason"}
 
 
-class SentencepieceFile(TypedDict):
+class SentencepieceFile(TypedDict, total=False):  # a ModelProto, read by facts.sentencepiece_model
     file: str
     size: int
     sha256: Optional[str]
+    model_type: str  # "unigram" | "bpe" | "word" | "char"
+    pieces: int
+    types: Dict[str, int]  # piece type -> count
+    byte_fallback: bool
+    trainer_spec: Dict[str, Any]
+    normalizer: Dict[str, Any]
+    bos: Optional[TokenPair]
+    eos: Optional[TokenPair]
+    pad: Optional[TokenPair]
+    unk: Optional[TokenPair]
+    special_pieces: List[Dict[str, Any]]  # {"id", "token", "type", "score"}: unknown, control, user-defined
+    special_pieces_total: int
+    lookup: Dict[str, int]  # the configs' named tokens found among the pieces
+
+
+class TekkenSummary(TypedDict, total=False):  # Mistral's tekken.json, by facts.tekken (mistral_common's rules)
+    file: str
+    size: int
+    sha256: str
+    version: Optional[str]
+    pattern: Optional[str]
+    num_vocab_tokens: Optional[int]
+    vocab_entries: Optional[int]
+    default_vocab_size: int
+    default_num_special_tokens: int
+    vocab_size: int
+    inner_vocab_size: int
+    special_tokens_source: str
+    named_special_tokens: int
+    special_tokens: List[TokenPair]
+    bos: Optional[TokenPair]
+    eos: Optional[TokenPair]
+    pad: Optional[TokenPair]
+    unk: Optional[TokenPair]
+    multimodal: List[str]
+
+
+class VocabChoice(TypedDict):  # the vocab file the fallback reads when several exist, and why
+    kind: str  # "tiktoken" | "sentencepiece" | "tekken"
+    file: str
+    reason: str
+    candidates: List[str]
 
 
 # "class" is a keyword: the functional form.
@@ -172,7 +223,11 @@ ModuleInfo = TypedDict("ModuleInfo", {
     "size": Optional[int], "sha256": Optional[str]})
 
 
-class RemoteCodeInfo(TypedDict):
+class _StaticSpecials(TypedDict, total=False):
+    static: Dict[str, Any]  # facts.static_specials.scan_specials, when the class's file exists
+
+
+class RemoteCodeInfo(_StaticSpecials):
     """The auto_map tokenizer class and what its source declares."""
 
     auto_map: Any
@@ -194,7 +249,9 @@ class TokenizerFilesFacts(TypedDict):
     tokenizer_json: Optional[TokenizerJsonSummary]
     tiktoken: List[TiktokenSummary]
     sentencepiece: List[SentencepieceFile]
+    tekken: Optional[TekkenSummary]
     remote_code: Optional[RemoteCodeInfo]
+    vocab_choice: Optional[VocabChoice]
 
 
 # ---------------------------------------------------------------- safetensors
@@ -332,6 +389,9 @@ TokenizerProbe = TypedDict("TokenizerProbe", {
     "chat_template": Optional[LoadedChatTemplate], "sample": Optional[Dict[str, Any]],
     "import_seconds": Optional[float], "load_seconds": Optional[float], "error": Optional[TokenizerError],
     "fact_errors": List[Dict[str, Any]],  # {"fact", "type", "message"}: a fact that raised after loading
+    # Only when transformers failed and the layout's own library loaded it (facts.tokenizer_native_load):
+    "source": str,  # "mistral_common" | "sentencepiece" | "tiktoken"
+    "transformers_error": Optional[TokenizerError],
 }, total=False)
 """Section ``tokenizer_probe``: the tokenizer loaded through transformers, in its own process."""
 

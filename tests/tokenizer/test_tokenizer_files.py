@@ -213,7 +213,9 @@ def test_tiktoken_parser_never_raises(lines: list[bytes]) -> None:
 def test_tiktoken_text_under_a_sentencepiece_name(tmp_path: Path) -> None:
     """Llama-3's original/tokenizer.model is tiktoken text; real sentencepiece is protobuf."""
     (tmp_path / "tokenizer.model").write_bytes(b"IQ== 0\nIg== 1\n")
-    (tmp_path / "spiece.model").write_bytes(b"\n\x0b\n\x05<unk>\x15\x00\x00\x00\x00")
+    # One piece {piece: "<unk>", score: 0.0}: 12 bytes (this fixture said 11 before the
+    # ModelProto reader existed, a truncated message it now reports).
+    (tmp_path / "spiece.model").write_bytes(b"\n\x0c\n\x05<unk>\x15\x00\x00\x00\x00")
     facts, errors = collect_tokenizer_files(str(tmp_path), json_cap=CAP)
     assert errors == []
     assert [(t["file"], t["entries"], t["dense"]) for t in facts["tiktoken"]] == [("tokenizer.model", 2, True)]
@@ -334,3 +336,22 @@ def test_a_reference_with_two_repo_separators_is_unusable_everywhere(tmp_path: P
     assert facts["remote_code"]["slow"]["file"] is None
     files, _ = collect_files(str(tmp_path), json_cap=CAP)
     assert files["custom_code"] == []
+
+
+def test_a_constant_from_a_sub_package_resolves_to_the_file_the_files_section_follows(tmp_path: Path) -> None:
+    """``from .consts import N`` with consts a package: both sections read consts/__init__.py."""
+    from introspect.remote.facts.files import collect_files
+
+    (tmp_path / "tokenizer_config.json").write_text(
+        json.dumps({"auto_map": {"AutoTokenizer": ["tokenization_x.XTokenizer", None]}}))
+    (tmp_path / "tokenization_x.py").write_text(
+        "from .consts import NUM\nclass XTokenizer:\n    num_reserved_special_tokens = NUM\n")
+    (tmp_path / "consts").mkdir()
+    (tmp_path / "consts" / "__init__.py").write_text("NUM = 252 + 4\n")
+    facts, errors = collect_tokenizer_files(str(tmp_path), json_cap=CAP)
+    assert errors == []
+    remote = facts["remote_code"]
+    assert remote["num_reserved_special_tokens"] == 256
+    assert remote["reserved_declared_in"] == "consts/__init__.py"
+    files, _ = collect_files(str(tmp_path), json_cap=CAP)
+    assert "consts/__init__.py" in [entry["file"] for entry in files["custom_code"]]

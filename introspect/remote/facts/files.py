@@ -4,7 +4,7 @@ Runs on the host under its own interpreter: standard library only, Python 3.8+.
 Nothing here raises to the caller: the collector returns ``(facts, errors)`` where
 errors are records ``{"probe": "files", "type", "message", "path"?}``. The shape
 is :class:`introspect.remote.contract.FilesFacts`; each part is read by its own
-module (listing, configs, index, custom_code).
+module (listing, configs, native_config, index, custom_code).
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from typing import Any, Dict, List, Optional, Tuple
 
 from ..contract import DEFAULT_JSON_CAP, ErrorRecord, FilesFacts, error_record, tag
 from ..readers import read_json_capped
-from . import configs, custom_code, index, listing
+from . import configs, custom_code, index, listing, native_config
 
 PROBE = "files"
 # Files besides config.json whose auto_map names code of the model's own.
@@ -74,6 +74,8 @@ def _collect_configs(model_path: str, json_cap: int, facts: FilesFacts, errors: 
     facts["config"] = config
     errors.extend(errs)
     if config is None and not errs:
+        config = _native_config(model_path, json_cap, facts, errors)
+    if config is None and not errs and facts.get("config_source") is None:
         errors.append(_err("missing-config", "%s has no config.json: the architecture cannot be read"
                            % model_path, join(model_path, configs.CONFIG)))
     gen, errs = configs.read_config(join(model_path, configs.GENERATION_CONFIG), json_cap, optional=True)
@@ -82,6 +84,25 @@ def _collect_configs(model_path: str, json_cap: int, facts: FilesFacts, errors: 
     facts["preprocessor_config_present"] = os.path.lexists(join(model_path, "preprocessor_config.json"))
     # The safetensors section owns the index and reports its errors; here only the summary.
     facts["index"], _index_error = index.summarize_index(model_path)
+
+
+def _native_config(model_path: str, json_cap: int, facts: FilesFacts,
+                   errors: List[ErrorRecord]) -> Optional[Dict[str, Any]]:
+    """Mistral/Meta params.json, mapped to HF keys (native_config), when there is no config.json."""
+    path = os.path.join(model_path, "params.json")
+    if not os.path.lexists(path):
+        return None
+    params, err = read_json_capped(path, json_cap)
+    if err is not None:
+        errors.append(tag(err, PROBE))
+        facts["config_source"] = "params.json"
+        return None
+    config = native_config.to_hf_config(params)
+    if config is not None:
+        facts["config"] = config
+        facts["config_source"] = "params.json"
+        facts["native_params"] = params
+    return config
 
 
 def _collect_code(model_path: str, names: List[str], json_cap: int, facts: FilesFacts,

@@ -13,6 +13,7 @@ from typing import List, Optional, Tuple
 
 from ..contract import ErrorRecord, ListingRow, error_record, tag
 from ..readers import os_error
+from .tokenizer_vocab_files import is_mistral_sentencepiece
 
 PROBE = "files"
 
@@ -24,6 +25,8 @@ MODEL_MARKERS = (
     "config.json", "model.safetensors.index.json", "model.safetensors", "pytorch_model.bin",
     "pytorch_model.bin.index.json", "params.json", "tokenizer_config.json", "tokenizer.json",
     "tiktoken.model", "adapter_config.json", "consolidated.safetensors",
+    # Tokenizer-only layouts are model dirs too (sentencepiece, Mistral tekken).
+    "tokenizer.model", "spiece.model", "sentencepiece.bpe.model", "tekken.json",
 )
 MODEL_SUFFIXES = (".safetensors", ".gguf", ".bin", ".pt", ".tiktoken")
 
@@ -55,7 +58,7 @@ def looks_like_model_dir(path: str, names: List[str]) -> bool:
     present = set(names)
     if any(marker in present for marker in MODEL_MARKERS):
         return True
-    if any(name.endswith(MODEL_SUFFIXES) for name in names):
+    if any(name.endswith(MODEL_SUFFIXES) or is_mistral_sentencepiece(name) for name in names):
         return True
     # The name scan may have stopped early in a huge directory: ask for the markers directly.
     return any(os.path.lexists(os.path.join(path, marker)) for marker in MODEL_MARKERS)

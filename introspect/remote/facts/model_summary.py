@@ -15,12 +15,14 @@ from ..contract import WRAPPER_TEXT_CONFIG_KEYS
 from ..readers import read_json_capped
 from ..sections import ShortError
 from .drafters import describe_drafter
+from .tokenizer_vocab_files import is_mistral_sentencepiece
 
 READ_CAP = 4 * 1024 * 1024        # configs and tokenizer_config.json read at most this big
 MAX_SIZE_FILES = 50000            # files stat'ed for one model's size
 SIZE_DEPTH = 2                    # sub-directory levels summed into a model's size
 WEIGHT_SUFFIXES = (".safetensors", ".gguf", ".bin", ".pt", ".pth", ".ckpt", ".h5", ".msgpack", ".onnx")
 TOKENIZER_FILES = ("tokenizer.json", "tokenizer_config.json", "tokenizer.model", "tiktoken.model",
+                   "tekken.json", "spiece.model", "sentencepiece.bpe.model",
                    "special_tokens_map.json", "vocab.json", "merges.txt", "vocab.txt", "added_tokens.json",
                    "chat_template.jinja", "chat_template.json")
 CONFIG_LAYER_KEYS = ("num_hidden_layers", "n_layer", "num_layers", "n_layers")
@@ -79,8 +81,11 @@ def tokenizer_layout(names: List[str], tok_config: Any) -> Dict[str, Any]:
         formats.append("tiktoken")
     if "tokenizer.json" in present:
         formats.append("tokenizer.json")
-    if "tokenizer.model" in present:
+    if "tokenizer.model" in present or "spiece.model" in present or any(
+            is_mistral_sentencepiece(n) for n in names):
         formats.append("sentencepiece")
+    if "tekken.json" in present:
+        formats.append("tekken")
     if "vocab.json" in present and "merges.txt" in present and "tokenizer.json" not in present:
         formats.append("bpe vocab+merges")
     if "vocab.txt" in present and not formats:
@@ -95,7 +100,7 @@ def tokenizer_layout(names: List[str], tok_config: Any) -> Dict[str, Any]:
     layout = " + ".join(formats) if formats else ("none" if "tokenizer_config.json" not in present else "config only")
     if remote_code:
         layout += " + remote code"
-    files = [n for n in names if n in TOKENIZER_FILES or n.endswith(".tiktoken")]
+    files = [n for n in names if n in TOKENIZER_FILES or n.endswith(".tiktoken") or is_mistral_sentencepiece(n)]
     return {"layout": layout, "formats": formats, "remote_code": remote_code, "class": tok_class,
             "files": files}
 
@@ -118,7 +123,10 @@ def is_model_dir(names: List[str], config: Any) -> bool:
     present = set(names)
     if any(n.endswith(WEIGHT_SUFFIXES[:2]) for n in names) or "params.json" in present:
         return True
-    return bool(present & {"tokenizer.json", "tokenizer_config.json", "tiktoken.model", "adapter_config.json"})
+    if any(is_mistral_sentencepiece(n) for n in names):
+        return True
+    return bool(present & {"tokenizer.json", "tokenizer_config.json", "tiktoken.model", "adapter_config.json",
+                           "tekken.json", "tokenizer.model", "spiece.model"})
 
 
 # --------------------------------------------------------------------------- size

@@ -1,8 +1,8 @@
-"""Vocabulary files without a tokenizer library: tiktoken BPE ranks and sentencepiece models.
+"""tiktoken BPE rank files without a tokenizer library.
 
 Runs on the host: standard library only, Python 3.8+. A tiktoken file is streamed
-once (hash and rank statistics); a sentencepiece model is only hashed. Nothing
-here raises.
+once (hash and rank statistics); which files are read is
+:mod:`introspect.remote.facts.tokenizer_vocab_files`' job. Nothing here raises.
 """
 
 from __future__ import annotations
@@ -14,60 +14,22 @@ import os
 import re
 from typing import Any, Dict, Iterable, List, Optional, Tuple
 
-from ..contract import TIKTOKEN_CAP, ErrorRecord, TiktokenSummary, error_record, tag
-from ..readers import os_error, sha256_file
-from ..sections import SentencepieceFile
+from ..contract import TIKTOKEN_CAP, ErrorRecord, TiktokenSummary, error_record
+from ..readers import os_error
 
 PROBE = "tokenizer_files"
-SENTENCEPIECE_NAMES = ("tokenizer.model", "spiece.model", "sentencepiece.bpe.model")
 MAX_MALFORMED_EXAMPLES = 5
 _TIKTOKEN_LINE_RE = re.compile(rb"^[A-Za-z0-9+/=]+ [0-9]+\r?$")
 
 
-def collect_vocab_files(path: str) -> Tuple[List[TiktokenSummary], List[SentencepieceFile], List[ErrorRecord]]:
-    """Every tiktoken and sentencepiece file directly in the model dir."""
-    tiktoken: List[TiktokenSummary] = []
-    sentencepiece: List[SentencepieceFile] = []
-    errors: List[ErrorRecord] = []
-    if not os.path.isdir(path):
-        return tiktoken, sentencepiece, errors  # a missing or wrong model path is the files section's to report
-    try:
-        names = sorted(os.listdir(path))
-    except OSError as exc:
-        return tiktoken, sentencepiece, [tag(os_error(exc, path), PROBE)]
-    for name in names:
-        file = os.path.join(path, name)
-        # Llama-3's original/tokenizer.model is tiktoken text under a sentencepiece name.
-        if name == "tiktoken.model" or name.endswith(".tiktoken") or (
-                name in SENTENCEPIECE_NAMES and _looks_like_tiktoken(file)):
-            summary, err = summarize_tiktoken_file(file)
-            if summary is not None:
-                tiktoken.append(summary)
-        elif name in SENTENCEPIECE_NAMES:
-            piece, err = _sentencepiece(file)
-            if piece is not None:
-                sentencepiece.append(piece)
-        else:
-            continue
-        if err is not None:
-            errors.append(tag(err, PROBE))
-    return tiktoken, sentencepiece, errors
-
-
-def _looks_like_tiktoken(file: str) -> bool:
+def looks_like_tiktoken(file: str) -> bool:
+    """The first line is ``<base64> <rank>``: tiktoken text, whatever the file's name."""
     try:
         with open(file, "rb") as fh:
             first = fh.readline(512)
     except OSError:
         return False
     return bool(_TIKTOKEN_LINE_RE.match(first))
-
-
-def _sentencepiece(file: str) -> Tuple[Optional[SentencepieceFile], Optional[ErrorRecord]]:
-    digest, err = sha256_file(file)
-    if err is not None:
-        return None, err
-    return SentencepieceFile(file=os.path.basename(file), size=os.path.getsize(file), sha256=digest), None
 
 
 def summarize_tiktoken_file(file: str) -> Tuple[Optional[TiktokenSummary], Optional[ErrorRecord]]:

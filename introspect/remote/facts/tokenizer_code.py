@@ -2,29 +2,24 @@
 
 Runs on the host: standard library only, Python 3.8+. Class references and
 relative imports are parsed by :mod:`introspect.remote.facts.custom_code`, the one
-parser of both. Kimi-style classes declare ``num_reserved_special_tokens`` and name
-the unnamed reserved ids with an f-string placeholder; both are read from the
-source text. Nothing here raises.
+parser of both. What the class declares (Kimi-style ``num_reserved_special_tokens``,
+literal or through a module constant, the f-string placeholder naming the unnamed
+reserved ids, lists and dicts of specials) is read by the AST in
+:mod:`introspect.remote.facts.static_specials`, never by a regex. Nothing here raises.
 """
 
 from __future__ import annotations
 
 import os
-import re
-from typing import Any, List, Optional, Set, Tuple
+from typing import Any, List, Optional, Tuple
 
 from ..contract import DEFAULT_JSON_CAP, ErrorRecord, RemoteCodeInfo, tag
-from ..readers import read_json_capped, read_text_capped, sha256_file
+from ..readers import read_json_capped, sha256_file
 from ..sections import ModuleInfo
-from .custom_code import class_reference, module_file, referenced_class, relative_import_files
+from . import static_specials
+from .custom_code import class_reference, module_file, referenced_class, written_parts
 
 PROBE = "tokenizer_files"
-MAX_SCANNED_FILES = 16
-_RESERVED_RE = re.compile(
-    r"^[ \t]*(?:self\.)?num_reserved_special_tokens[ \t]*(?::[^=\n]+)?=[ \t]*(\d+)", re.MULTILINE
-)
-_RESERVED_EXTRA_RE = re.compile(r"num_reserved_special_tokens\s*\+\s*(\d+)")
-_PLACEHOLDER_RE = re.compile(r"""f(["'])(<\|[^"'{}\n]*)\{\s*(\w+)\s*\}([^"'{}\n]*\|>)\1""")
 
 
 def remote_code(path: str, cap: int, tokenizer_config: Any) -> Tuple[Optional[RemoteCodeInfo], List[ErrorRecord]]:
@@ -38,9 +33,8 @@ def remote_code(path: str, cap: int, tokenizer_config: Any) -> Tuple[Optional[Re
                           fast=_module_info(path, fast_ref), num_reserved_special_tokens=None, reserved_extra=0,
                           reserved_declared_in=None, placeholder=None)
     for entry in (info["slow"], info["fast"]):
-        rel = entry["file"] if entry is not None and entry["exists"] else None
-        if rel is not None and info["num_reserved_special_tokens"] is None:
-            errors.extend(_scan_code(path, rel, cap, info))
+        if entry is not None and entry["exists"] and info["num_reserved_special_tokens"] is None:
+            errors.extend(_static_specials(path, entry, cap, info))
     return info, errors
 
 
@@ -74,7 +68,7 @@ def _module_info(path: str, ref: Optional[str]) -> Optional[ModuleInfo]:
         return None
     parsed = class_reference(ref)
     if parsed is None:  # not a usable reference: named as written, never followed
-        module, _, cls = ref.split("--", 1)[-1].rpartition(".")
+        module, cls = written_parts(ref)
         unusable: ModuleInfo = {"ref": ref, "module": module or None, "class": cls, "file": None, "exists": False,
                     "size": None, "sha256": None}
         return unusable
@@ -88,41 +82,20 @@ def _module_info(path: str, ref: Optional[str]) -> Optional[ModuleInfo]:
     return info
 
 
-def _scan_code(path: str, rel: str, cap: int, info: RemoteCodeInfo) -> List[ErrorRecord]:
-    """Find the reserved-id count and placeholder name in the module and its relative imports."""
-    errors: List[ErrorRecord] = []
-    queue = [rel]
-    seen: Set[str] = set()
-    while queue and len(seen) < MAX_SCANNED_FILES:
-        current = queue.pop(0)
-        if current in seen:
-            continue
-        seen.add(current)
-        file = os.path.join(path, current)
-        if not os.path.isfile(file):
-            continue
-        source, err = read_text_capped(file, cap)
-        if err is not None:
-            errors.append(tag(err, PROBE))
-            continue
-        if source is None:
-            continue
-        _scan_source(source, current, info)
-        queue.extend(relative_import_files(path, current, source))
-    return errors
-
-
-def _scan_source(source: str, rel: str, info: RemoteCodeInfo) -> None:
-    found = _RESERVED_RE.search(source)
-    if found and info["num_reserved_special_tokens"] is None:
-        info["num_reserved_special_tokens"] = int(found.group(1))
-        info["reserved_declared_in"] = rel
-        extra = _RESERVED_EXTRA_RE.search(source)
-        info["reserved_extra"] = int(extra.group(1)) if extra else 0
-    placeholder = _PLACEHOLDER_RE.search(source)
-    if placeholder and info["placeholder"] is None:
-        # The f-string's variable is the id in Kimi's class ({i} over the reserved range).
-        info["placeholder"] = placeholder.group(2) + "{id}" + placeholder.group(4)
+def _static_specials(path: str, entry: ModuleInfo, cap: int, info: RemoteCodeInfo) -> List[ErrorRecord]:
+    """The class's declared specials, read by the AST (static_specials), into the remote-code facts."""
+    rel = entry["file"] or ""
+    found, errs = static_specials.scan_specials(path, rel, entry["class"], cap)
+    info["static"] = found
+    reserved = found.get("reserved") or {}
+    if isinstance(reserved.get("count"), int):
+        info["num_reserved_special_tokens"] = reserved["count"]
+        info["reserved_extra"] = reserved.get("extra") or 0
+        info["reserved_declared_in"] = reserved.get("resolved_in") or reserved.get("declared_in")
+    placeholder = found.get("placeholder") or {}
+    if placeholder.get("mode") == "id":
+        info["placeholder"] = placeholder.get("template")
+    return [tag(err, PROBE) for err in errs]
 
 
 def declared_classes(model_path: str) -> List[str]:

@@ -28,7 +28,8 @@ Layout of the facts (absent file -> null / empty list, never an error)::
                     "min_rank", "max_rank", "dense", "gaps", "duplicate_tokens",
                     "duplicate_ranks", "single_bytes", "malformed_lines",
                     "malformed_examples": [{"line", "reason"}]}],
-      "sentencepiece": [{"file", "size", "sha256"}],
+      "sentencepiece": [{"file", "size", "sha256", ...}],  # sentencepiece_model.summarize_model
+      "tekken": null | {...},               # tekken.summarize_tekken, plus file, size, sha256
       "remote_code": null | {               # the auto_map tokenizer class
         "auto_map": <raw AutoTokenizer value>, "auto_map_source": "tokenizer_config.json" | "config.json",
         "slow": null | {"ref", "module", "class", "file", "exists", "size", "sha256"},
@@ -36,7 +37,9 @@ Layout of the facts (absent file -> null / empty list, never an error)::
         "num_reserved_special_tokens": int | null,  # as declared in the code
         "reserved_extra": int,                     # "+ N" after it in range(...) (Kimi-Linear: 2)
         "reserved_declared_in": file | null,
-        "placeholder": "<|reserved_token_{id}|>" | null},  # f-string naming unnamed reserved ids
+        "placeholder": "<|reserved_token_{id}|>" | null,  # f-string naming unnamed reserved ids
+        "static": {...}},                   # static_specials.scan_specials: what the code declares
+      "vocab_choice": null | {"kind", "file", "reason", "candidates"},  # tokenizer_vocab_files.choose
     }
 """
 
@@ -52,13 +55,14 @@ from ..contract import (
     ChatTemplateEntry,
     ErrorRecord,
     TokenizerFilesFacts,
+    as_dict,
     error_record,
     tag,
 )
 from ..readers import read_json_capped, read_text_capped, sha256_text
-from .tiktoken import collect_vocab_files
 from .tokenizer_code import remote_code
 from .tokenizer_json import summarize_tokenizer_json
+from .tokenizer_vocab_files import choose, collect_vocab_files
 
 PROBE = "tokenizer_files"
 
@@ -67,7 +71,8 @@ def collect_tokenizer_files(model_path: str, *,
                             json_cap: int = DEFAULT_JSON_CAP) -> Tuple[TokenizerFilesFacts, List[ErrorRecord]]:
     """Every tokenizer fact the raw files of ``model_path`` give; see the module docstring."""
     facts = TokenizerFilesFacts(tokenizer_config=None, special_tokens_map=None, chat_templates=[],
-                                tokenizer_json=None, tiktoken=[], sentencepiece=[], remote_code=None)
+                                tokenizer_json=None, tiktoken=[], sentencepiece=[], tekken=None, remote_code=None,
+                                vocab_choice=None)
     errors: List[ErrorRecord] = []
     steps: Tuple[Tuple[str, Callable[[], None]], ...] = (
         ("tokenizer_config.json", lambda: _tokenizer_config(model_path, json_cap, facts, errors)),
@@ -77,6 +82,7 @@ def collect_tokenizer_files(model_path: str, *,
         ("tokenizer.json", lambda: _tokenizer_json(model_path, max(json_cap, TOKENIZER_JSON_CAP), facts, errors)),
         ("tiktoken", lambda: _vocab_files(model_path, facts, errors)),
         ("remote_code", lambda: _remote_code(model_path, json_cap, facts, errors)),
+        ("vocab_choice", lambda: _vocab_choice(facts)),
     )
     for name, step in steps:
         try:
@@ -210,10 +216,18 @@ def _named_token_strings(facts: TokenizerFilesFacts) -> List[str]:
 
 
 def _vocab_files(path: str, facts: TokenizerFilesFacts, errors: List[ErrorRecord]) -> None:
-    tiktoken, sentencepiece, errs = collect_vocab_files(path)
+    (tiktoken, sentencepiece, tekken), errs = collect_vocab_files(path, _named_token_strings(facts))
     facts["tiktoken"].extend(tiktoken)
     facts["sentencepiece"].extend(sentencepiece)
+    facts["tekken"] = tekken
     errors.extend(errs)
+
+
+def _vocab_choice(facts: TokenizerFilesFacts) -> None:
+    """Which vocab file the fallback reads, and why; the class's vocab_files_names comes first."""
+    static = as_dict(as_dict(facts["remote_code"]).get("static"))
+    named = [v for v in as_dict(static.get("vocab_files")).values() if isinstance(v, str)]
+    facts["vocab_choice"] = choose(facts, named)
 
 
 def _remote_code(path: str, cap: int, facts: TokenizerFilesFacts, errors: List[ErrorRecord]) -> None:

@@ -26,6 +26,9 @@ Result::
       "import_seconds": float | null, "load_seconds": float | null,
       "error": null | <error>,
       "fact_errors": [{"fact", "type", "message"}],  # a fact that raised after loading
+      # Only when transformers failed and the layout's own library loaded it
+      # (facts.tokenizer_native_load): "source": "mistral_common" | "sentencepiece" | "tiktoken",
+      # "transformers_error": <error>.
     }
     <error> = {"type": exception class, "message": str, "cause": "missing-package" |
                "remote-code-refused" | "missing-files" | "incompatible-code" | "exception",
@@ -44,6 +47,7 @@ from ..facts import added_tokens
 from ..facts.loaded_tokenizer import SPECIAL_ATTRIBUTES, chat_template, named_token, sample
 from ..facts.loaded_tokenizer import added_tokens as added_list
 from ..facts.tokenizer_load import classify_error, short
+from ..facts.tokenizer_native_load import fall_back_to_native
 from ..readers import json_safe
 
 MAX_CHECKED_IDS = 5000
@@ -90,6 +94,7 @@ def _run(request: Dict[str, Any], result: TokenizerProbe) -> None:
         if isinstance(exc, KeyboardInterrupt):
             raise
         result["error"] = classify_error(exc)
+        fall_back_to_native(path, result)
         return
     finally:
         result["import_seconds"] = round(time.monotonic() - started, 3)
@@ -103,6 +108,7 @@ def _run(request: Dict[str, Any], result: TokenizerProbe) -> None:
         if isinstance(exc, KeyboardInterrupt):
             raise
         result["error"] = classify_error(exc)
+        fall_back_to_native(path, result)
         return
     finally:
         result["load_seconds"] = round(time.monotonic() - started, 3)
