@@ -64,10 +64,15 @@ def pids_alive(pidfile: Path) -> list[int]:
     return alive
 
 
-def introspect_processes() -> list[str]:
-    """Command lines of shipped-probe interpreters still running anywhere on this machine."""
+def introspect_processes(interpreter: Path | None = None) -> list[str]:
+    """Command lines of shipped-probe interpreters still running on this machine; with
+    ``interpreter``, only those it runs (a test's own venv), so that probes of other
+    sessions on a shared machine do not count."""
     out = subprocess.run(["ps", "-eo", "pid,args"], capture_output=True, text=True).stdout
-    return [line for line in out.splitlines() if "_BOOT = " in line and "ps -eo" not in line]
+    lines = [line for line in out.splitlines() if "_BOOT = " in line and "ps -eo" not in line]
+    if interpreter is not None:
+        lines = [line for line in lines if f" {interpreter} -B -c " in f" {line.split(None, 1)[-1]}"]
+    return lines
 
 
 @pytest.fixture()

@@ -15,6 +15,7 @@ import pytest
 
 from tests.conftest import NEUTRAL_CWD, REPO, assert_clean_error, run_cli, ssh_flags
 from tests.faults.conftest import introspect_processes, pids_alive, tokenizer_model
+from tests.fixtures.venvs import venv_python
 from tests.sshd_server import free_port, start_sshd, trust
 
 pytestmark = pytest.mark.ssh
@@ -104,7 +105,7 @@ def test_hung_tokenizer_is_killed_at_its_timeout(sshd, client_keys, kimi_model, 
     assert profile["tokenizer"]["source"] == "files" and profile["tokenizer"]["vocab_size"] == 163840
     time.sleep(0.5)
     assert pidfile.exists() and not pids_alive(pidfile), "the hung tokenizer process survived"
-    assert not introspect_processes()
+    assert not introspect_processes(venv_python(venv_full))
 
 
 def test_tokenizer_process_killed_by_signal(sshd, client_keys, kimi_model, venv_full, tmp_path):
@@ -287,21 +288,31 @@ def _snapshot(root: Path, depth: int) -> set[str]:
     return found
 
 
-def test_no_trace_left_on_the_host(sshd, client_keys, kimi_model, venv_full, tmp_path):
-    home = Path(os.path.expanduser("~"))
-    before_home, before_tmp = _snapshot(home, 4), _snapshot(Path("/tmp"), 1)
-    result = run_cli(*probe_args(sshd, client_keys, kimi_model, venv_full, "--json"))
-    assert result.code == 0
-    assert result.json()["tokenizer"]["loaded"] is True
-    after_home, after_tmp = _snapshot(home, 4), _snapshot(Path("/tmp"), 1)
-    assert after_home - before_home == set()
-    # pytest's own dirs and the controller-side result cache that run_cli points at /tmp.
-    # (bash_tool_ and introspect-cwd- belong to other processes of a developer's machine.)
-    foreign = ("pytest-of-", "introspect-cache-", "introspect-cwd-", "bash_tool_")
-    new_tmp = {p for p in after_tmp - before_tmp if not p.startswith(foreign)}
-    assert new_tmp == set()
-    # The probe also wrote nothing into the model dir.
-    assert not list(kimi_model.rglob("__pycache__"))
+def test_no_trace_left_on_the_host(tmp_path, client_keys, kimi_model, venv_full):
+    """The probe's sessions get a private TMPDIR (sshd SetEnv), so its temp files are told
+    apart from those of other processes on a shared machine: that dir must end empty, and
+    HOME and the model dir unchanged."""
+    private_tmp = tmp_path / "remote-tmp"
+    private_tmp.mkdir()
+    server = start_sshd(tmp_path / "sshd", client_keys, address="127.0.0.11",
+                        extra_config=f"SetEnv TMPDIR={private_tmp}")
+    try:
+        trust(server, client_keys)
+        home = Path(os.path.expanduser("~"))
+        before_home = _snapshot(home, 4)
+        before_model = sorted(str(p) for p in kimi_model.rglob("*"))
+        raw_file = tmp_path / "raw.json"
+        result = run_cli(*probe_args(server, client_keys, kimi_model, venv_full, "--json", "--no-cache",
+                                     "--save-raw", str(raw_file)))
+        assert result.code == 0, result.stderr[-2000:]
+        assert result.json()["tokenizer"]["loaded"] is True
+        env_vars = json.loads(raw_file.read_text())["environment"]["env_vars"]
+        assert env_vars.get("TMPDIR") == str(private_tmp), "the probe's session did not get the private TMPDIR"
+        assert list(private_tmp.iterdir()) == [], "the probe left files in its TMPDIR"
+        assert _snapshot(home, 4) - before_home == set()
+        assert sorted(str(p) for p in kimi_model.rglob("*")) == before_model
+    finally:
+        server.stop()
 
 
 def test_secrets_never_reach_the_profile(tmp_path, client_keys, kimi_model, venv_full):
