@@ -110,7 +110,7 @@ def check_tokenizer(venv: VenvEntry, model: str, result: Mapping[str, Any] | Non
                            None, {})
     if result.get("loaded"):
         return CheckResult(check, "pass", f"tokenizer of {model} loads in {venv.path}", None, dict(result))
-    # The error shape of introspect/remote/tokenizer_probe.py: {type, message, cause,
+    # The error shape of introspect/remote/facts/tokenizer_load.py: {type, message, cause,
     # missing_packages}; "cause" classifies it (missing-package, remote-code-refused, ...).
     error = result.get("error") or {}
     kind, text, cause = error.get("type", "error"), error.get("message", ""), error.get("cause")

@@ -57,7 +57,7 @@ def discover_facts(executor: Executor, python: str, roots: list[str] | tuple[str
 
 
 def discover(executor: Executor, python: str, roots: list[str] | tuple[str, ...], **options: Any) -> list[dict[str, Any]]:
-    """Model entries under ``roots`` and in the host's HF cache (see discover_probe's docstring)."""
+    """Model entries under ``roots`` and in the host's HF cache (see remote/tasks/discover.py)."""
     return list(discover_facts(executor, python, roots, **options).get("models") or [])
 
 

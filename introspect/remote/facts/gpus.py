@@ -1,7 +1,7 @@
 """GPU facts for ``probe``: ``nvidia-smi`` queries, each bounded by a timeout.
 
 Standard library only, Python 3.8+. The basic CSV parser (and the field parsing)
-is health_probe's (``introspect health`` asks the same tool); this module adds
+is remote/tasks/health.py's (``introspect health`` asks the same tool); this module adds
 the PCI bus id and compute capability, the CUDA version and ``topo -m``.
 
 ``collect_gpus()`` returns ``(facts, [])``: a host without ``nvidia-smi`` is a fact,
@@ -31,7 +31,7 @@ from ..tasks import health as health_probe
 PROBE = "gpus"
 TIMEOUT = 10.0  # per call; at most four calls (query, older-driver query, header, topo)
 FIELDS = ("index", "name", "memory.total", "memory.used", "driver_version", "pci.bus_id", "compute_cap")
-BASIC_FIELDS = ("index", "name", "memory.used", "memory.total", "driver_version")  # health_probe's query
+BASIC_FIELDS = ("index", "name", "memory.used", "memory.total", "driver_version")  # tasks/health.py's query
 _KEYS = {"memory.total": "memory_total_mib", "memory.used": "memory_used_mib", "pci.bus_id": "pci_bus_id"}
 _INTS = ("index", "memory.total", "memory.used")
 _CUDA = re.compile(r"CUDA Version\s*:\s*([0-9][0-9.]*)")
@@ -89,7 +89,7 @@ def parse_topology(text: str) -> Optional[Dict[str, Any]]:
 
 
 def _run(argv: List[str]) -> Tuple[Optional[str], Optional[Dict[str, str]]]:
-    # Not health_probe's _run_bounded: that one starts its own session (for imports), which
+    # Not tasks/health.py's _run_bounded: that one starts its own session (for imports), which
     # the model task's group kill at its deadline would miss. Here nvidia-smi stays in the
     # task's process group, and subprocess.run kills it at its own timeout.
     try:
