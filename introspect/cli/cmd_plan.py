@@ -8,15 +8,15 @@ from __future__ import annotations
 
 import json
 import re
-import sys
-from pathlib import Path
 from typing import Any
 
 import click
 
 from introspect.analysis.drafter_plan import drafter_config, spread_layer_ids
 from introspect.analysis.plan import DEFAULT_FRACTION, GpuBudget
+from introspect.analysis.result import PROFILE_SCHEMA
 from introspect.analysis.serving import replan
+from introspect.client.documents import read_document
 from introspect.errors import InputError, UsageError
 from introspect.remote.contract import as_dict
 
@@ -39,16 +39,8 @@ def parse_size(text: str) -> int:
 
 
 def read_profile(path: str) -> dict[str, Any]:
-    try:
-        text = sys.stdin.read() if path == "-" else Path(path).read_text(encoding="utf-8")
-        profile = json.loads(text)
-    except (OSError, UnicodeDecodeError, ValueError) as exc:
-        raise InputError(f"cannot read a profile from {path}: {exc}",
-                         hint="pass a file written by `introspect probe --output` (or --json)") from None
-    if not isinstance(profile, dict) or profile.get("schema") != "introspect.profile/v1":
-        raise InputError(f"{path} is not an introspect profile",
+    return read_document(path, PROFILE_SCHEMA, what="an introspect profile",
                          hint="pass a file written by `introspect probe --output` (or --json)")
-    return profile
 
 
 def drafter_skeleton(profile: dict[str, Any], kind: str, draft_layers: int | None = None) -> dict[str, Any]:

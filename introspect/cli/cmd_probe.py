@@ -5,7 +5,6 @@ from __future__ import annotations
 import dataclasses
 import json
 import os
-import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -20,8 +19,9 @@ from introspect.cli.connect import (
     load_inventory_for,
 )
 from introspect.cli.outcome import Finished, Notice, notice
+from introspect.client.documents import read_document
 from introspect.client.model import DEFAULT_DEADLINE_S, ProbeRequest, probe_hosts, probe_model
-from introspect.errors import InputError, UsageError
+from introspect.errors import UsageError
 from introspect.remote.contract import (
     DEFAULT_FILES_TIMEOUT,
     DEFAULT_JSON_CAP,
@@ -148,15 +148,8 @@ def probe_fleet(request: ProbeRequest, flags: ConnectionFlags, only: tuple[str, 
 @click.option("--output", "-o", type=click.Path(dir_okay=False), help="Also write the profile JSON here.")
 def profile_cmd(raw_file: str, as_json: bool, output: str | None) -> int:
     """Rebuild a profile from saved raw facts (`probe --save-raw`), without any host."""
-    try:
-        text = sys.stdin.read() if raw_file == "-" else Path(raw_file).read_text(encoding="utf-8")
-        raw = json.loads(text)
-    except (OSError, UnicodeDecodeError, ValueError) as exc:
-        raise InputError(f"cannot read raw facts from {raw_file}: {exc}",
-                         hint="pass a file written by `introspect probe --save-raw`") from None
-    if not isinstance(raw, dict) or raw.get("schema") != RAW_SCHEMA:
-        raise InputError(f"{raw_file} is not an introspect raw-facts file",
-                         hint="pass a file written by `introspect probe --save-raw`")
+    raw = read_document(raw_file, RAW_SCHEMA, what="introspect raw facts",
+                        hint="pass a file written by `introspect probe --save-raw`")
     profile = build_profile(raw)
     emit(profile, as_json=as_json, output=output)
     return exit_code(profile, raw)

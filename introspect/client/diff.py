@@ -8,16 +8,16 @@ profiles carry the file hashes the diff compares.
 from __future__ import annotations
 
 import concurrent.futures
-import json
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from introspect.analysis.profile import PROFILE_SCHEMA
+from introspect.client.documents import read_document
 from introspect.client.hub import is_repo_id
 from introspect.client.model import ProbeRequest, probe_model
-from introspect.errors import InputError, IntrospectError, ModelPathError, UsageError
+from introspect.errors import IntrospectError, ModelPathError, UsageError
 from introspect.transport.base import Executor
 
 if TYPE_CHECKING:
@@ -85,15 +85,8 @@ def parse_side(text: str) -> Side:
 
 
 def load_profile(path: str) -> dict[str, Any]:
-    try:
-        data = json.loads(Path(path).read_text(encoding="utf-8"))
-    except (OSError, UnicodeDecodeError, ValueError) as exc:
-        raise InputError(f"cannot read profile {path}: {exc}",
-                         hint="pass a file written by `introspect probe --output`") from None
-    if not isinstance(data, dict) or data.get("schema") != PROFILE_SCHEMA:
-        raise InputError(f"{path} is not an introspect profile ({PROFILE_SCHEMA})",
+    return read_document(path, PROFILE_SCHEMA, what="an introspect profile",
                          hint="pass a file written by `introspect probe --output` (not --save-raw)")
-    return data
 
 
 def live_profile(side: Side, make_executor: ExecutorFor, opts: LiveOptions) -> dict[str, Any]:
