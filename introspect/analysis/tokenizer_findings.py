@@ -11,6 +11,12 @@ from introspect.remote.contract import WRAPPER_TEXT_CONFIG_KEYS, as_dict
 MAX_LISTED = 5
 
 
+def _listed(items: list[str]) -> str:
+    """The first MAX_LISTED items joined, and how many more there are."""
+    more = f" (and {len(items) - MAX_LISTED} more)" if len(items) > MAX_LISTED else ""
+    return "; ".join(items[:MAX_LISTED]) + more
+
+
 def tokenizer_findings(
     section: dict[str, Any],
     files: dict[str, Any],
@@ -118,18 +124,17 @@ def _mismatch(section: dict[str, Any]) -> list[Finding]:
     if verdict is None or not verdict.disagree:
         return []
     bad = verdict.disagree
-    shown = "; ".join(
+    shown = _listed([
         f"id {i.get('id')} is {i.get('expected')!r} in the files, loaded: id->{i.get('id_to_token')!r}, "
         f"token->{i.get('token_to_id')!r}, decode->{i.get('decoded')!r}"
-        for i in bad[:MAX_LISTED]
-    )
-    more = f" (and {len(bad) - MAX_LISTED} more)" if len(bad) > MAX_LISTED else ""
+        for i in bad
+    ])
     return [
         Finding(
             Severity.ERROR,
             "special-token-mismatch",
             f"the loaded tokenizer ({section.get('class')}) disagrees with added_tokens_decoder of "
-            f"tokenizer_config.json on {len(bad)} of {verdict.checked} ids: {shown}{more}",
+            f"tokenizer_config.json on {len(bad)} of {verdict.checked} ids: {shown}",
             "do not use ids from this load: load the tokenizer with the model's own class (trust_remote_code) "
             "or a transformers version that does not convert it, or make tokenizer.json and "
             "tokenizer_config.json agree",
@@ -142,16 +147,15 @@ def _file_conflicts(section: dict[str, Any]) -> list[Finding]:
     conflicts = as_dict(section.get("files")).get("added_token_conflicts") or []
     if not conflicts:
         return []
-    shown = "; ".join(
+    shown = _listed([
         f"{c.get('content')!r} is id {c.get('id')} in tokenizer_config.json, {c.get('tokenizer_json_id')} in tokenizer.json"
-        for c in conflicts[:MAX_LISTED]
-    )
-    more = f" (and {len(conflicts) - MAX_LISTED} more)" if len(conflicts) > MAX_LISTED else ""
+        for c in conflicts
+    ])
     return [
         Finding(
             Severity.WARNING,
             "added-tokens-conflict",
-            f"tokenizer.json and tokenizer_config.json place {len(conflicts)} added tokens at different ids: {shown}{more}",
+            f"tokenizer.json and tokenizer_config.json place {len(conflicts)} added tokens at different ids: {shown}",
             "regenerate both files from one tokenizer (save_pretrained) so their ids agree",
         )
     ]

@@ -40,7 +40,7 @@ from __future__ import annotations
 
 import functools
 import time
-from typing import Any, Callable, Dict, Optional, cast
+from typing import Any, Callable, Dict, Optional, Tuple, cast
 
 from ..contract import DEFAULT_JSON_CAP, TokenizerProbe
 from ..facts import added_tokens
@@ -86,37 +86,47 @@ def _run(request: Dict[str, Any], result: TokenizerProbe) -> None:
     trust = bool(request.get("trust_remote_code", False))
     cap = int(request.get("json_cap") or DEFAULT_JSON_CAP)
 
-    started = time.monotonic()
-    try:
-        import transformers
-        from transformers import AutoTokenizer
-    except BaseException as exc:  # noqa: BLE001
-        if isinstance(exc, KeyboardInterrupt):
-            raise
-        result["error"] = classify_error(exc)
-        fall_back_to_native(path, result)
+    loaded, imported = _timed_step(result, "import_seconds", path, _import_transformers)
+    if not loaded:
         return
-    finally:
-        result["import_seconds"] = round(time.monotonic() - started, 3)
+    transformers, auto_tokenizer = imported
     result["transformers_version"] = getattr(transformers, "__version__", None)
     result["tokenizers_version"] = _dist_version("tokenizers")
 
-    started = time.monotonic()
-    try:
-        tokenizer = AutoTokenizer.from_pretrained(path, trust_remote_code=trust)
-    except BaseException as exc:  # noqa: BLE001
-        if isinstance(exc, KeyboardInterrupt):
-            raise
-        result["error"] = classify_error(exc)
-        fall_back_to_native(path, result)
+    loaded, tokenizer = _timed_step(result, "load_seconds", path,
+                                    lambda: auto_tokenizer.from_pretrained(path, trust_remote_code=trust))
+    if not loaded:
         return
-    finally:
-        result["load_seconds"] = round(time.monotonic() - started, 3)
 
     result["loaded"] = True
     _describe(tokenizer, path, cap, result)
     if request.get("sample", True):
         result["sample"] = sample(tokenizer)
+
+
+def _import_transformers() -> Tuple[Any, Any]:
+    import transformers
+    from transformers import AutoTokenizer
+
+    return transformers, AutoTokenizer
+
+
+def _timed_step(result: TokenizerProbe, seconds_key: str, path: str,
+                step: Callable[[], Any]) -> Tuple[bool, Any]:
+    """(True, value) of one step of the load (the import, then from_pretrained), its time in
+    ``result[seconds_key]``. A failure (anything but Ctrl-C) is classified into
+    ``result["error"]`` and the layout's own library is tried instead: (False, None)."""
+    started = time.monotonic()
+    try:
+        return True, step()
+    except BaseException as exc:  # noqa: BLE001
+        if isinstance(exc, KeyboardInterrupt):
+            raise
+        result["error"] = classify_error(exc)
+        fall_back_to_native(path, result)
+        return False, None
+    finally:
+        cast(Dict[str, Any], result)[seconds_key] = round(time.monotonic() - started, 3)
 
 
 def _dist_version(name: str) -> Optional[str]:
