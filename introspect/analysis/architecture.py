@@ -14,7 +14,7 @@ from typing import Any
 
 from introspect.analysis.attention import analyze_attention, empty_attention, hidden_size
 from introspect.analysis.config_view import MAX_SIZE, ConfigView, positive, sanitize, unwrap
-from introspect.analysis.families import defaults_for, family_of
+from introspect.analysis.families import defaults_for, family_of, is_known
 from introspect.analysis.family_findings import family_findings
 from introspect.analysis.findings import Finding, Severity
 from introspect.analysis.kv_cache import analyze_kv_cache, model_dtype
@@ -28,7 +28,8 @@ from introspect.analysis.summary import human, summary
 from introspect.analysis.weights_check import confirm_layers
 
 CONTEXT_KEYS = ("max_position_embeddings", "n_positions", "n_ctx", "max_sequence_length", "seq_length",
-                "max_seq_len", "model_max_length")
+                "max_seq_len", "model_max_length",
+                "context_length")  # RWKV: transformers configuration_rwkv.py RwkvConfig.context_length
 
 
 def empty_architecture(config_path: str | None) -> dict[str, Any]:
@@ -143,6 +144,8 @@ def _analyze(
     arch["confirmed_by_weights"], layer_findings = confirm_layers(arch, safetensors)
     findings.extend(layer_findings)
     findings.extend(family_findings(view, model_type, text_type, layout))
+    if not is_known(model_type, text_type) and not view.present("ssm_cfg", "attn_cfg"):
+        arch["confidence"] = low_confidence(model_type, text_type)
     arch["summary"] = summary(arch, layout)
     return arch, findings
 
@@ -185,7 +188,8 @@ def _verdicts(
     estimate = _section(
         view, evidence, "params", estimate_params, view, root_view, family, layout, attention, moe
     )
-    kv = _section(view, evidence, "kv_cache", analyze_kv_cache, view, layout, attention, arch["hidden_size"])
+    kv = _section(view, evidence, "kv_cache", analyze_kv_cache, view, layout, attention, arch["hidden_size"],
+                  family)
     spec = _section(view, evidence, "speculative", analyze_speculative, view, drafters)
     arch.update(
         {
@@ -199,6 +203,17 @@ def _verdicts(
         }
     )
     return layout, estimate
+
+
+# The verdicts a family row can change: for a family without a row they rest on generic key names.
+GUESSED_VERDICTS = ("layers", "attention", "moe", "params", "kv_cache")
+
+
+def low_confidence(model_type: str | None, text_type: str | None) -> dict[str, Any]:
+    """The confidence marker of a config whose family has no row: every verdict is a guess from generic keys."""
+    name = text_type or model_type or "(missing)"
+    return {"level": "low", "reason": f"model_type {name!r} is not a family introspect knows",
+            "verdicts": list(GUESSED_VERDICTS)}
 
 
 def _params(

@@ -13,7 +13,7 @@ from typing import Any
 
 from introspect.analysis.config_view import ConfigView, positive
 from introspect.analysis.families import Family
-from introspect.analysis.kinds import SLIDING
+from introspect.analysis.kinds import CHUNKED, SLIDING
 from introspect.analysis.layers import LayerLayout
 
 HEAD_KEYS = ("num_attention_heads", "n_head", "n_heads", "num_heads", "attention_heads")
@@ -25,6 +25,7 @@ KV_HEAD_KEYS = (
     "num_kv",
     "multi_query_group_num",
     "num_query_groups",
+    "kv_n_heads",  # DBRX attn_config.kv_n_heads (transformers configuration_dbrx.py DbrxAttentionConfig)
 )
 HEAD_DIM_KEYS = ("head_dim", "attention_head_dim", "kv_channels", "d_head")
 HIDDEN_KEYS = ("hidden_size", "n_embd", "d_model", "dim", "model_dim")
@@ -108,4 +109,25 @@ def analyze_attention(view: ConfigView, family: Family, layout: LayerLayout) -> 
         out["sliding_window"] = positive(
             view.get_int("sliding_window", "sliding_window_size", "attention_window")
         )
+    if CHUNKED in layout.components:
+        # transformers modeling_llama4.py: chunked layers attend within attention_chunk_size-token chunks.
+        out["attention_chunk_size"] = positive(view.get_int("attention_chunk_size"))
+    indexer = sparse_indexer(view)
+    if indexer is not None and out["type"] is not None:
+        out["sparse_indexer"] = indexer
     return out
+
+
+def sparse_indexer(view: ConfigView) -> dict[str, Any] | None:
+    """DeepSeek-V3.2's lightning indexer: each query attends to only ``index_topk`` selected tokens.
+
+    transformers models/deepseek_v32 inference/model.py ``Indexer``: ``wq_b`` (q_lora_rank ->
+    index_n_heads x index_head_dim), ``wk`` (hidden -> index_head_dim), ``k_norm`` (LayerNorm),
+    ``weights_proj`` (hidden -> index_n_heads), and a ``k_cache`` of index_head_dim per token per layer.
+    """
+    topk = positive(view.get_int("index_topk"))
+    heads = positive(view.get_int("index_n_heads"))
+    head_dim = positive(view.get_int("index_head_dim"))
+    if topk is None or heads is None or head_dim is None:
+        return None
+    return {"kind": "sparse_indexer", "index_topk": topk, "index_n_heads": heads, "index_head_dim": head_dim}

@@ -34,6 +34,11 @@ INHERITED_KEYS = frozenset(
     {"quantization_config", "compression_config", "torch_dtype", "dtype", "tie_word_embeddings", "vocab_size"}
 )
 
+# Sub-config blocks some families keep their attention / FFN settings in. transformers
+# configuration_dbrx.py: DbrxConfig.sub_configs = {"attn_config": DbrxAttentionConfig,
+# "ffn_config": DbrxFFNConfig} (kv_n_heads, ffn_hidden_size, moe_num_experts, moe_top_k live there).
+NESTED_BLOCKS = ("attn_config", "ffn_config")
+
 # Keys whose presence marks a dict as a language-model config worth descending into.
 _MODEL_MARKERS = (
     "num_hidden_layers",
@@ -166,14 +171,20 @@ class ConfigView:
             if key in INHERITED_KEYS and self.parent.get(key) is not None:
                 return key, self.parent[key]
         for key in keys:
+            for block in NESTED_BLOCKS:
+                nested = self.data.get(block)
+                if isinstance(nested, dict) and nested.get(key) is not None:
+                    return f"{self.prefix}{block}.{key}", nested[key]
+        for key in keys:
             if self.defaults.get(key) is not None:
                 return f"default({key})", self.defaults[key]
         return None, None
 
     def present(self, *keys: str) -> bool:
-        """True when any alias holds a non-null value in the file itself."""
+        """True when any alias holds a non-null value in the file itself (or one of its sub-config blocks)."""
         self.read.update(keys)
-        return any(self.data.get(key) is not None for key in keys)
+        blocks = [b for b in (self.data.get(name) for name in NESTED_BLOCKS) if isinstance(b, dict)]
+        return any(self.data.get(key) is not None or any(b.get(key) is not None for b in blocks) for key in keys)
 
     def _typed(self, keys: Iterable[str], convert: Any) -> Any:
         for key in keys:

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
 
-from introspect.analysis.kinds import GDN, KDA, MAMBA, MAMBA2
+from introspect.analysis.kinds import GDN, KDA, MAMBA, MAMBA2, RWKV
 
 # Layout readers a row can name, beyond the generic keys every family may use.
 PARALLEL_HYBRID = "parallel_hybrid"  # attention and Mamba-2 side by side in one layer (Falcon-H1)
@@ -57,6 +57,10 @@ class Family:
     shared_expert_key: str | None = None  # the key holding the width of the one shared expert
     config_params: bool = True  # False: weights shared across layers, the config alone cannot count them
     new_decoder_kv: bool = False  # new_decoder_architecture: grouped KV heads, multi_query ignored
+    implicit_shared_expert: bool = False  # every MoE block has one shared expert of intermediate_size
+    dense_width_key: str | None = None  # the key of the dense layers' FFN width when it is not intermediate_size
+    chunked_from_no_rope: bool = False  # Llama-4: RoPE layers use chunked attention, NoPE layers full
+    cla: bool = False  # cross-layer attention: use_cla + cla_share_factor, K/V made every f-th layer only
     known: bool = True
 
 
@@ -166,6 +170,35 @@ _ROWS = (
     # Zamba2's hybrid layers reuse num_mem_blocks shared attention blocks: no per-layer count holds.
     Family("zamba2", "transformers modeling_zamba2.py (layers_block_type mamba/hybrid, shared transformer blocks)",
            recurrent=MAMBA2, config_params=False),
+    # Llama4TextConfig (transformers configuration_llama4.py): layer_types default to "chunked_attention"
+    # where no_rope_layers[i] is 1 (RoPE layers; no_rope_layer_interval=4 by default) and "full_attention"
+    # on the NoPE layers; moe_layers = range(interleave_moe_layer_step - 1, n, step). modeling_llama4.py
+    # Llama4TextMoe always holds shared_expert = Llama4TextMLP(intermediate_size); dense layers use
+    # intermediate_size_mlp; Llama4TextL2Norm on q/k has no weight.
+    Family("llama4_text", "transformers configuration_llama4.py / modeling_llama4.py (chunked + NoPE, shared "
+           "expert)", implicit_shared_expert=True, dense_width_key="intermediate_size_mlp",
+           chunked_from_no_rope=True),
+    Family("llama4", "transformers configuration_llama4.py Llama4Config (text_config: llama4_text)",
+           implicit_shared_expert=True, dense_width_key="intermediate_size_mlp", chunked_from_no_rope=True),
+    # transformers configuration_dbrx.py: attention and FFN settings in the attn_config / ffn_config blocks;
+    # modeling_dbrx.py DbrxExperts w1/v1/w2 (GLU), Wqkv and out_proj without biases, LayerNorm(bias=False).
+    Family("dbrx", "transformers configuration_dbrx.py / modeling_dbrx.py (nested attn_config/ffn_config)"),
+    # DeepSeek-V3.2: DeepSeek-V3 plus the lightning indexer (index_topk, index_n_heads, index_head_dim):
+    # transformers models/deepseek_v32 (inference/model.py Indexer: wq_b, wk, k_norm, weights_proj, k_cache).
+    Family("deepseek_v32", "transformers deepseek_v32 modeling_deepseek_v32.py / inference/model.py Indexer"),
+    # tencent/Tencent-Hunyuan-Large modeling_hunyuan.py, vLLM model_executor/models/hunyuan_v1.py:
+    # _get_cla_factor (use_cla, cla_share_factor): layer i makes its own K/V iff i % factor == 0, the others
+    # are "cross" attention with q_proj/o_proj only; num_shared_expert shared MLPs of intermediate_size.
+    Family("hunyuan", "tencent/Tencent-Hunyuan-Large modeling_hunyuan.py; vLLM hunyuan_v1.py (CLA, "
+           "num_shared_expert)", cla=True, qk_norm=True),
+    # transformers modeling_rwkv.py (RWKV-4): RwkvSelfAttention (time mixing) + RwkvFeedForward (channel
+    # mixing), LayerNorms with bias, no attention heads; a fixed recurrent state per layer.
+    Family("rwkv", "transformers configuration_rwkv.py / modeling_rwkv.py (RWKV-4)", recurrent=RWKV,
+           ssm_only=True, bias=True),
+    # MiniMaxAI/MiniMax-Text-01 and MiniMax-M1 modeling_minimax_text_01.py / modeling_minimax_m1.py: the
+    # transformers "minimax" layout under the model repos' own names (attn_type_list: 0 lightning, 1 softmax).
+    Family("minimax_text_01", "MiniMaxAI/MiniMax-Text-01 modeling_minimax_text_01.py (attn_type_list)"),
+    Family("minimax_m1", "MiniMaxAI/MiniMax-M1-80k modeling_minimax_m1.py (attn_type_list)"),
     # -- wrappers (the text model is nested; its own row answers) --------------------------------
     Family("kimi_k25", "moonshotai/Kimi-K2.5 configuration_kimi_k25.py (text_config: DeepSeek-V3)"),
     Family("gemma3", "transformers configuration_gemma3.py Gemma3Config (text_config)", defaults=_TIED),

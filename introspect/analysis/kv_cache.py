@@ -13,9 +13,11 @@ from __future__ import annotations
 
 from typing import Any
 
-from introspect.analysis.config_view import ConfigView
-from introspect.analysis.kinds import FULL, SLIDING
+from introspect.analysis.config_view import MAX_LAYERS, ConfigView, positive
+from introspect.analysis.families import Family
+from introspect.analysis.kinds import CHUNKED, SLIDING
 from introspect.analysis.layers import LayerLayout
+from introspect.analysis.mixer_math import indexer_kv_elements
 from introspect.analysis.mixers import ATTENTION_KINDS, attention_kv_elements, state_elements
 
 DTYPE_BYTES = {
@@ -42,19 +44,41 @@ def model_dtype(view: ConfigView) -> str | None:
     return raw.lower().removeprefix("torch.")
 
 
+def kv_borrowing_layers(view: ConfigView, family: Family, n: int) -> set[int]:
+    """Layers that keep no K/V of their own but read another layer's (cross-layer KV sharing)."""
+    if family.cla and view.get_bool("use_cla"):
+        # vLLM hunyuan_v1.py _get_cla_factor: layer i computes K/V iff i % cla_share_factor == 0.
+        factor = positive(view.get_int("cla_share_factor", maximum=MAX_LAYERS)) or 1
+        return {i for i in range(n) if i % factor} if factor > 1 else set()
+    # transformers configuration_gemma3n.py: the last num_kv_shared_layers layers reuse the K/V of the
+    # last local / global layer before them.
+    shared = positive(view.get_int("num_kv_shared_layers", maximum=MAX_LAYERS))
+    return set(range(n - shared, n)) if shared and shared < n else set()
+
+
+def _bounded_caps(attention: dict[str, Any]) -> dict[str, int | None]:
+    """Attention kinds whose cache stops growing, and where: the window, or Llama-4's chunk."""
+    return {SLIDING: attention.get("sliding_window"), CHUNKED: attention.get("attention_chunk_size")}
+
+
 def analyze_kv_cache(
-    view: ConfigView, layout: LayerLayout, attention: dict[str, Any], hidden: int | None
+    view: ConfigView, layout: LayerLayout, attention: dict[str, Any], hidden: int | None,
+    family: Family | None = None,
 ) -> dict[str, Any]:
     """The ``architecture.kv_cache`` section."""
     dtype = model_dtype(view)
     width = DTYPE_BYTES.get(dtype or "", 2)
     per_layer = attention_kv_elements(attention) * width
+    borrowing = kv_borrowing_layers(view, family, len(layout.pattern)) if family is not None else set()
     per_kind: dict[str, dict[str, Any]] = {}
     for kind, layers in sorted(layout.components.items()):
         entry: dict[str, Any] = {"layers": layers}
         if kind in ATTENTION_KINDS:
+            shared = sum(1 for i, k in enumerate(layout.pattern) if i in borrowing and kind in k.split("+"))
             entry["bytes_per_token_per_layer"] = per_layer
-            entry["bytes_per_token"] = per_layer * layers
+            entry["bytes_per_token"] = per_layer * (layers - shared)
+            if shared:
+                entry["kv_shared_layers"] = shared  # these read another layer's K/V and add nothing
         else:
             state = state_elements(view, kind, hidden) * width
             if state:
@@ -62,18 +86,23 @@ def analyze_kv_cache(
                 entry["state_bytes_per_sequence"] = state * layers
         per_kind[kind] = entry
 
-    full_bytes = per_kind.get(FULL, {}).get("bytes_per_token", 0)
-    sliding_bytes = per_kind.get(SLIDING, {}).get("bytes_per_token", 0)
-    window = attention.get("sliding_window") if SLIDING in per_kind else None
-    return {
+    caps = {kind: cap for kind, cap in _bounded_caps(attention).items() if kind in per_kind}
+    attention_bytes = sum(per_kind[k].get("bytes_per_token", 0) for k in per_kind if k in ATTENTION_KINDS)
+    bounded = sum(per_kind[k].get("bytes_per_token", 0) for k, cap in caps.items() if cap)
+    window = max((cap for cap in caps.values() if cap), default=None)
+    out = {
         "dtype": dtype,
         "dtype_assumed": dtype not in DTYPE_BYTES,  # unknown or absent: 2 bytes assumed
         "bytes_per_element": width,
-        "bytes_per_token": full_bytes + sliding_bytes,
+        "bytes_per_token": attention_bytes,
         "per_kind": per_kind,
         "state_bytes_per_sequence": sum(
             entry.get("state_bytes_per_sequence", 0) for entry in per_kind.values()
         ),
         "sliding_window_cap": window,
-        "bytes_per_token_beyond_window": full_bytes if window else full_bytes + sliding_bytes,
+        "bytes_per_token_beyond_window": attention_bytes - bounded,
     }
+    if indexer_kv_elements(attention):
+        # Included in bytes_per_token_per_layer: the indexer's own keys beside the MLA latent.
+        out["indexer_bytes_per_token_per_layer"] = indexer_kv_elements(attention) * width
+    return out

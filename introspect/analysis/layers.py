@@ -14,10 +14,10 @@ from dataclasses import dataclass, field
 
 from introspect.analysis.config_view import MAX_LAYERS, ConfigView, positive
 from introspect.analysis.families import ATTN_LAYER_INDICES, PARALLEL_HYBRID, Family
-from introspect.analysis.kinds import FULL, GDN, KDA, LINEAR, MAMBA, MAMBA2, MLP, SLIDING
+from introspect.analysis.kinds import CHUNKED, FULL, GDN, KDA, LINEAR, MAMBA, MAMBA2, MLP, SLIDING
 from introspect.analysis.mixers import ATTENTION_KINDS, FIXED_NAMES, MARKER_ORDER, MIXERS, RECURRENT_KINDS
 
-__all__ = ["FULL", "GDN", "KDA", "LINEAR", "MAMBA", "MAMBA2", "MLP", "SLIDING", "LayerLayout",
+__all__ = ["CHUNKED", "FULL", "GDN", "KDA", "LINEAR", "MAMBA", "MAMBA2", "MLP", "SLIDING", "LayerLayout",
            "analyze_layers", "canonical_kind", "count_layers", "recurrent_kind"]
 
 
@@ -163,6 +163,10 @@ def analyze_layers(view: ConfigView, family: Family, max_context: int | None) ->
         key = "layer_types" if view.present("layer_types") else "layers_block_type"
         return _from_names(names, recurrent, key)
 
+    chunked = _chunked_layout(view, family, n)
+    if chunked is not None:
+        return chunked
+
     kimi = _kimi_linear(view, n)
     if kimi is not None:
         return kimi
@@ -197,6 +201,24 @@ def analyze_layers(view: ConfigView, family: Family, max_context: int | None) ->
     if sliding is not None:
         return sliding
     return LayerLayout([FULL] * n, "num_hidden_layers (no layout keys: all full attention)")
+
+
+def _chunked_layout(view: ConfigView, family: Family, n: int) -> LayerLayout | None:
+    """Llama-4: the layer types the config class derives when the file lists none.
+
+    transformers configuration_llama4.py Llama4TextConfig: ``no_rope_layers`` (1 = the layer uses RoPE)
+    defaults to ``int((i + 1) % no_rope_layer_interval != 0)`` (an empty list counts as absent), and
+    ``layer_types[i]`` is "chunked_attention" where no_rope_layers[i] is 1, "full_attention" (NoPE) elsewhere.
+    """
+    if not family.chunked_from_no_rope or positive(view.get_int("attention_chunk_size")) is None:
+        return None
+    flags = view.get_int_list("no_rope_layers", maximum=1)
+    source = "attention_chunk_size + no_rope_layers"
+    if not flags or len(flags) != n:
+        interval = positive(view.get_int("no_rope_layer_interval", maximum=MAX_LAYERS)) or 4
+        flags = [int((i + 1) % interval != 0) for i in range(n)]
+        source = "attention_chunk_size + no_rope_layer_interval"
+    return LayerLayout([CHUNKED if flag else FULL for flag in flags], source)
 
 
 def _indexed_layout(view: ConfigView, family: Family, n: int) -> LayerLayout | None:

@@ -68,9 +68,58 @@ def _heads_params(ctx: LayerCtx) -> int:
     return int(total)
 
 
+def indexer_kv_elements(att: dict[str, Any]) -> int:
+    """DeepSeek-V3.2 Indexer.k_cache: one index_head_dim key per token per layer beside the MLA latent."""
+    indexer = att.get("sparse_indexer")
+    return int(indexer.get("index_head_dim") or 0) if isinstance(indexer, dict) else 0
+
+
+def _indexer_params(ctx: LayerCtx) -> int:
+    # transformers models/deepseek_v32 inference/model.py Indexer: wq_b (q_lora_rank -> heads x dim),
+    # wk (hidden -> dim), k_norm (LayerNorm: weight + bias), weights_proj (hidden -> heads).
+    indexer = ctx.attention.get("sparse_indexer")
+    if not isinstance(indexer, dict):
+        return 0
+    heads, dim = indexer["index_n_heads"], indexer["index_head_dim"]
+    q_in = ctx.attention.get("q_lora_rank") or ctx.hidden
+    return int(q_in * heads * dim + ctx.hidden * dim + 2 * dim + ctx.hidden * heads)
+
+
 def attention_params(ctx: LayerCtx) -> int:
-    """One softmax-attention block (full or sliding: the weights are the same)."""
-    return _mla_params(ctx) if ctx.attention.get("type") == "MLA" else _heads_params(ctx)
+    """One softmax-attention block (full, sliding or chunked: the weights are the same)."""
+    base = _mla_params(ctx) if ctx.attention.get("type") == "MLA" else _heads_params(ctx)
+    return base + _indexer_params(ctx)
+
+
+def cla_kv_params(ctx: LayerCtx) -> int:
+    """k_proj + v_proj of one layer: what a CLA "cross" layer lacks (vLLM hunyuan_v1.py HunYuanCrossAttention)."""
+    att = ctx.attention
+    return int(2 * ctx.hidden * (att.get("num_kv_heads") or 0) * (att.get("head_dim") or 0))
+
+
+# -- RWKV (transformers modeling_rwkv.py; fla-org/flash-linear-attention fla/models/rwkv6, rwkv7) ----
+
+
+def _rwkv_widths(view: ConfigView, hidden: int) -> tuple[int, int]:
+    attention = positive(view.get_int("attention_hidden_size")) or hidden
+    inner = positive(view.get_int("intermediate_size")) or 4 * hidden
+    return attention, inner
+
+
+def rwkv_state(view: ConfigView, hidden: int | None) -> int:
+    """RWKV-4: five hidden-size vectors per layer (transformers RwkvModel.forward builds the state as five
+    (batch, hidden_size, num_hidden_layers) tensors: time-mix shift, numerator, denominator, max, channel-mix
+    shift)."""
+    return 5 * hidden if hidden is not None else 0
+
+
+def rwkv_params(ctx: LayerCtx) -> int:
+    """RWKV-4 block beyond its first LayerNorm: RwkvSelfAttention, RwkvFeedForward and ln2 (weight + bias)."""
+    h = ctx.hidden
+    attention, inner = _rwkv_widths(ctx.view, h)
+    time_mix = 2 * attention + 3 * h + 3 * h * attention + attention * h  # decay, first, 3 mixes, k/v/r, output
+    channel_mix = 2 * h + h * inner + h * h + inner * h  # 2 mixes, key, receptance, value
+    return time_mix + channel_mix + 2 * h
 
 
 # -- lightning attention (transformers modeling_minimax.py MiniMaxLightningAttention) ---------

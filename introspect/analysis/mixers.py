@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from introspect.analysis import mixer_math as math_
-from introspect.analysis.kinds import CONV, FULL, GDN, KDA, LINEAR, MAMBA, MAMBA2, MLP, SLIDING
+from introspect.analysis.kinds import CHUNKED, CONV, FULL, GDN, KDA, LINEAR, MAMBA, MAMBA2, MLP, RWKV, SLIDING
 from introspect.analysis.mixer_math import LayerCtx
 
 StateFn = Callable[[Any, int | None], int]  # (ConfigView, hidden size) -> state elements per layer
@@ -56,8 +56,11 @@ MIXERS: dict[str, Mixer] = {
                      "indexed_attention")),  # DSA (GLM-5/DeepSeek-V3.2): sparse reads, full KV cache
         # Gemma-2/3, gpt-oss, Mistral: a window bounds the cache.
         Mixer(SLIDING, "sliding attention", attention=True, params=math_.attention_params,
-              names=("sliding_attention", "sliding", "local", "local_attention", "window_attention",
-                     "chunked_attention")),  # Llama-4 chunked attention: a bounded cache like a window
+              names=("sliding_attention", "sliding", "local", "local_attention", "window_attention")),
+        # transformers modeling_llama4.py: attention within fixed attention_chunk_size-token chunks; vLLM
+        # (ChunkedLocalAttention) keeps at most one chunk of KV per layer, so the cache is bounded too.
+        Mixer(CHUNKED, "chunked attention", attention=True, params=math_.attention_params,
+              names=("chunked_attention",)),
         # transformers modeling_qwen3_next.py Qwen3NextGatedDeltaNet.
         Mixer(GDN, "Gated DeltaNet", names=("gated_deltanet", "gdn"), recurrent=True,
               markers=("linear_num_value_heads", "linear_key_head_dim"),
@@ -76,6 +79,10 @@ MIXERS: dict[str, Mixer] = {
         # MiniMax-Text-01 lightning attention (the generic "linear_attention" of a family without a row).
         Mixer(LINEAR, "linear-attention", recurrent=True, state=math_.lightning_state,
               params=math_.lightning_params),
+        # transformers modeling_rwkv.py (RWKV-4) time + channel mixing; fla rwkv6/rwkv7 for RWKV-5..7.
+        Mixer(RWKV, "RWKV (recurrent time mixing)", names=("rwkv",), recurrent=True,
+              state=math_.rwkv_state,
+              params=math_.rwkv_params),
         # LFM2's gated short convolution: a fixed state, no KV.
         Mixer(CONV, "conv", names=("conv",), recurrent=True),
         # Nemotron-H "-"/"E" blocks: an FFN only, no token mixing.
@@ -111,6 +118,14 @@ def _mla_words(att: dict[str, Any]) -> str:
             f"+ {att['qk_rope_head_dim']} rope dims")
 
 
+def _indexer_words(att: dict[str, Any]) -> str:
+    indexer = att.get("sparse_indexer")
+    if not isinstance(indexer, dict):
+        return ""
+    return (f"; sparse indexer (MLA+sparse_indexer): each query reads the top {indexer['index_topk']} tokens "
+            f"picked by {indexer['index_n_heads']} indexer heads of {indexer['index_head_dim']}")
+
+
 def _heads_words(att: dict[str, Any]) -> str:
     return f"{att['type']}: {att['num_heads']} query heads, {att['num_kv_heads']} KV heads, head_dim {att['head_dim']}"
 
@@ -127,15 +142,17 @@ ATTENTION_VARIANTS: dict[str, AttentionVariant] = {
 def attention_words(att: dict[str, Any]) -> str:
     variant = ATTENTION_VARIANTS.get(str(att.get("type")))
     if variant is not None:
-        return variant.words(att)
+        return variant.words(att) + _indexer_words(att)
     if att.get("type") == "none":
         return "none (no attention layers)"
     return "unknown (attention layers without a head count)"
 
 
 def attention_kv_elements(att: dict[str, Any]) -> int:
+    """Cached elements per token per attention layer, the sparse indexer's keys included."""
     variant = ATTENTION_VARIANTS.get(str(att.get("type")))
-    return variant.kv_elements(att) if variant is not None else math_.heads_kv_elements(att)
+    elements = variant.kv_elements(att) if variant is not None else math_.heads_kv_elements(att)
+    return elements + math_.indexer_kv_elements(att)
 
 
 def layer_params(ctx: LayerCtx, kind: str) -> tuple[int, int]:

@@ -36,7 +36,8 @@ TOPK_KEYS = (
     "moe_top_k",
     "num_selected_experts",
 )
-SHARED_COUNT_KEYS = ("n_shared_experts", "num_shared_experts", "shared_experts_num")
+# num_shared_expert: tencent/Tencent-Hunyuan-Large configuration_hunyuan.py (shared MLPs of intermediate_size).
+SHARED_COUNT_KEYS = ("n_shared_experts", "num_shared_experts", "shared_experts_num", "num_shared_expert")
 
 
 @dataclass
@@ -138,6 +139,10 @@ def _shared(view: ConfigView, family: Family, expert_width: int | None) -> tuple
         width = positive(view.get_int(family.shared_expert_key))
         if width is not None:
             return 1, width, False
+    if family.implicit_shared_expert:
+        # Llama-4 (modeling_llama4.py Llama4TextMoe): one shared expert of intermediate_size, no key says so.
+        width = positive(view.get_int("intermediate_size"))
+        return (1, width, False) if width is not None else (0, 0, False)
     count = view.get_int(*SHARED_COUNT_KEYS)
     qwen_width = positive(view.get_int("shared_expert_intermediate_size"))
     nemotron_width = positive(view.get_int("moe_shared_expert_intermediate_size"))

@@ -22,8 +22,9 @@ from introspect.analysis.attention import hidden_size
 from introspect.analysis.config_view import MAX_LAYERS, ConfigView, positive
 from introspect.analysis.families import Family
 from introspect.analysis.kinds import MLP
+from introspect.analysis.kv_cache import kv_borrowing_layers
 from introspect.analysis.layers import LayerLayout
-from introspect.analysis.mixer_math import LayerCtx, attention_params
+from introspect.analysis.mixer_math import LayerCtx, attention_params, cla_kv_params
 from introspect.analysis.mixers import layer_params
 from introspect.analysis.moe import DENSE, SPARSE, MoeLayout
 
@@ -53,6 +54,11 @@ def _mlp(ctx: LayerCtx, width: int) -> int:
 
 def _dense_width(ctx: LayerCtx) -> int:
     view = ctx.view
+    if ctx.family.dense_width_key is not None:
+        # Llama-4: dense layers are intermediate_size_mlp wide, intermediate_size is one expert's width.
+        own = positive(view.get_int(ctx.family.dense_width_key))
+        if own is not None:
+            return own
     width = positive(
         view.get_int("intermediate_size", "n_inner", "ffn_hidden_size", "d_ff", "ffn_dim", "d_intermediate")
     )
@@ -183,8 +189,12 @@ def estimate_params(
     active_layers = 0
     _, moe_active, moe_parts = _moe(ctx, moe) if moe.section["is_moe"] else (0, 0, {})
     dense = _mlp(ctx, _dense_width(ctx))
-    for kind, ffn in zip(layout.pattern, moe.ffn, strict=False):
+    # CLA "cross" layers have no k_proj / v_proj (vLLM hunyuan_v1.py HunYuanCrossAttention).
+    cross = kv_borrowing_layers(view, family, len(layout.pattern)) if family.cla else set()
+    for index, (kind, ffn) in enumerate(zip(layout.pattern, moe.ffn, strict=False)):
         attention_part, recurrent_part = layer_params(ctx, kind)
+        if index in cross and attention_part:
+            attention_part -= cla_kv_params(ctx)
         norms = norm * (2 if ffn is not None and kind != MLP else 1)
         parts["attention"] += attention_part
         parts["recurrent"] += recurrent_part

@@ -40,10 +40,16 @@ def _mixers(layout: LayerLayout) -> str:
     return f"hybrid ({listing} layers)"
 
 
-def _attention(att: dict[str, Any], layout: LayerLayout) -> str:
+def _attention(att: dict[str, Any], layout: LayerLayout, kv: dict[str, Any] | None) -> str:
     out = attention_words(att)
     if att.get("sliding_window"):
         out += f"; sliding window {att['sliding_window']} on {layout.kinds.get('sliding_attention', 0)} layers"
+    if att.get("attention_chunk_size"):
+        out += (f"; chunked attention ({att['attention_chunk_size']}-token chunks) on "
+                f"{layout.kinds.get('chunked_attention', 0)} layers")
+    shared = sum(entry.get("kv_shared_layers", 0) for entry in ((kv or {}).get("per_kind") or {}).values())
+    if shared:
+        out += f"; {shared} layers reuse another layer's K/V (cross-layer KV sharing)"
     return out
 
 
@@ -77,10 +83,15 @@ def summary(arch: dict[str, Any], layout: LayerLayout) -> dict[str, str]:
         f"{arch['num_layers']} layers; {human(params['total'])} parameters total, "
         f"{human(params['active'])} active per token (source: {params['source']})"
     )
-    return {
+    out = {
         "mixers": _mixers(layout),
-        "attention": _attention(arch["attention"], layout),
+        "attention": _attention(arch["attention"], layout, arch.get("kv_cache")),
         "experts": _experts(arch["moe"]),
         "size": size,
         "speculative": _speculative(arch["speculative"]),
     }
+    confidence = arch.get("confidence")
+    if isinstance(confidence, dict) and confidence.get("level") == "low":
+        out["confidence"] = (f"LOW: {confidence['reason']}; the {', '.join(confidence['verdicts'])} answers "
+                             "above rest on guessed key names")
+    return out
