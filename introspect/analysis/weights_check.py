@@ -11,6 +11,16 @@ them without ambiguity across families:
 - MLA: ``kv_a_proj_with_mqa`` (the shared KV latent projection) exists only in
   MLA attention layers (Kimi-Linear puts it in 7 of 27 layers).
 
+- recurrent mixers (reported only when such tensors are seen): the decay / state
+  parameters that only a recurrent layer owns: ``A_log`` (Mamba-1/2 ``MambaMixer`` /
+  ``Mamba2Mixer``, Qwen3-Next ``Qwen3NextGatedDeltaNet``, Kimi-Linear
+  ``KimiDeltaAttention``), MiniMax's lightning ``output_gate`` (transformers
+  modeling_minimax.py ``MiniMaxLightningAttention``) and RWKV's ``time_decay``
+  (modeling_rwkv.py ``RwkvSelfAttention``, stored under ``blocks.#``).
+- sparse indexer (reported only when such tensors are seen): ``.indexer.`` modules
+  (DeepSeek-V3.2 ``Indexer``) belong to every attention layer of a config that
+  declares ``index_topk``, and to none otherwise.
+
 Only ids below ``num_layers`` count: DeepSeek-style MTP layers are stored after
 the decoder layers.
 """
@@ -23,8 +33,14 @@ from typing import Any
 from introspect.analysis.findings import Finding, Severity
 from introspect.remote.contract import as_dict
 
-_LAYER_TEMPLATE = re.compile(r"(?:^|\.)layers\.#\.")
+_LAYER_TEMPLATE = re.compile(r"(?:^|\.)(?:layers|blocks)\.#\.")
 _EXPERT = re.compile(r"\.experts\.#\.")
+_RECURRENT = re.compile(r"\.A_log$|\.A_log\.|\.output_gate\.|\.time_decay$")
+_INDEXER = re.compile(r"\.indexer\.")
+# Layer kinds (parts of an ``a+b`` kind) that own a recurrent state; mirrors mixers.RECURRENT_KINDS
+# without the short convolution (LFM2's conv layers have no A_log / decay tensor).
+_RECURRENT_KINDS = frozenset({"gated_deltanet", "kda", "linear_attention", "mamba", "mamba2", "rwkv"})
+_ATTENTION_KINDS = frozenset({"full_attention", "sliding_attention", "chunked_attention"})
 
 
 def _layers_with(safetensors: dict[str, Any], marker: re.Pattern[str] | str, limit: int) -> set[int] | None:
@@ -75,7 +91,32 @@ def confirm_layers(arch: dict[str, Any], safetensors: Any) -> tuple[dict[str, An
         result["mla_layers"] = stored == expected
         if stored != expected:
             findings.append(_disagree("MLA attention layers", expected, stored))
+    if isinstance(pattern, list) and len(pattern) == num_layers:
+        _check_mixers(safetensors, pattern, attention, num_layers, result, findings)
     return result, findings
+
+
+def _layers_of(pattern: list[Any], kinds: frozenset[str]) -> set[int]:
+    return {i for i, kind in enumerate(pattern) if isinstance(kind, str) and kinds & set(kind.split("+"))}
+
+
+def _check_mixers(
+    safetensors: dict[str, Any], pattern: list[Any], attention: dict[str, Any], num_layers: int,
+    result: dict[str, Any], findings: list[Finding],
+) -> None:
+    """Recurrent-mixer and sparse-indexer placement, added to ``result`` only when their tensors exist."""
+    stored = _layers_with(safetensors, _RECURRENT, num_layers)
+    if stored is not None:
+        expected = _layers_of(pattern, _RECURRENT_KINDS)
+        result["recurrent_layers"] = stored == expected
+        if stored != expected:
+            findings.append(_disagree("recurrent (linear-attention / SSM) layers", expected, stored))
+    stored = _layers_with(safetensors, _INDEXER, num_layers)
+    if stored is not None:
+        expected = _layers_of(pattern, _ATTENTION_KINDS) if attention.get("sparse_indexer") else set()
+        result["indexer_layers"] = stored == expected
+        if stored != expected:
+            findings.append(_disagree("sparse-indexer layers", expected, stored))
 
 
 def _disagree(what: str, expected: set[int], stored: set[int]) -> Finding:

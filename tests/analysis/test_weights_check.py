@@ -47,3 +47,52 @@ def test_fused_experts_and_no_headers_are_left_unchecked():
     assert arch["confirmed_by_weights"] == {"moe_layers": None, "mla_layers": None}
     arch, _ = analyze_architecture(config)
     assert arch["confirmed_by_weights"] is None
+
+
+REAL = Path(__file__).resolve().parent.parent / "data/realconfigs"
+
+
+def _real(folder: str) -> dict:
+    return json.loads((REAL / folder / "config.json").read_text())
+
+
+def test_recurrent_layers_of_a_hybrid_agree_with_their_state_tensors():
+    # Qwen3-Next: full attention at every 4th layer (0-based 3, 7, ...), Gated DeltaNet (linear_attn.A_log) elsewhere.
+    gdn = [i for i in range(48) if (i + 1) % 4]
+    arch, findings = analyze_architecture(_real("qwen3-next-80b-a3b-thinking"), safetensors=_shards([
+        ("model.layers.#.linear_attn.A_log", gdn),
+        ("model.layers.#.self_attn.q_proj.weight", [i for i in range(48) if i not in gdn]),
+    ]))
+    assert arch["confirmed_by_weights"]["recurrent_layers"] is True
+    assert "indexer_layers" not in arch["confirmed_by_weights"]  # no indexer tensors: not checked
+    assert not [f for f in findings if f["code"] == "weights-layer-mismatch"]
+
+
+def test_recurrent_layers_in_the_wrong_place_are_a_warning():
+    # MiniMax lightning layers own output_gate; a checkpoint with softmax at layer 0 instead of 7 disagrees.
+    lightning = [i for i in range(80) if (i + 1) % 8 and i != 0] + [7]
+    arch, findings = analyze_architecture(_real("minimax-text-01"), safetensors=_shards([
+        ("model.layers.#.self_attn.output_gate.weight", sorted(lightning)),
+    ]))
+    assert arch["confirmed_by_weights"]["recurrent_layers"] is False
+    message = next(f["message"] for f in findings if f["code"] == "weights-layer-mismatch")
+    assert "recurrent" in message and "0, 1, 2" in message
+
+
+def test_rwkv_blocks_are_read_as_layers():
+    arch, findings = analyze_architecture(_real("rwkv-4-169m-pile"), safetensors=_shards([
+        ("rwkv.blocks.#.attention.time_decay", list(range(12))),
+    ]))
+    assert arch["confirmed_by_weights"]["recurrent_layers"] is True
+    assert not [f for f in findings if f["code"] == "weights-layer-mismatch"]
+
+
+def test_indexer_tensors_follow_the_sparse_attention_verdict():
+    indexer = [("model.layers.#.self_attn.indexer.wk.weight", list(range(61)))]
+    arch, findings = analyze_architecture(_real("deepseek-v3.2-exp"), safetensors=_shards(indexer))
+    assert arch["confirmed_by_weights"]["indexer_layers"] is True
+    assert not [f for f in findings if f["code"] == "weights-layer-mismatch"]
+    # The same weights under a DeepSeek-V3 config (no index_topk): the headers hold an indexer it never declares.
+    arch, findings = analyze_architecture(_real("deepseek-v3"), safetensors=_shards(indexer))
+    assert arch["confirmed_by_weights"]["indexer_layers"] is False
+    assert any("sparse-indexer" in f["message"] for f in findings if f["code"] == "weights-layer-mismatch")
