@@ -13,7 +13,7 @@ from typing import Any
 
 from introspect.analysis.config_view import ConfigView, positive
 from introspect.analysis.families import Family
-from introspect.analysis.kinds import CHUNKED, SLIDING
+from introspect.analysis.kinds import CHUNKED, CSA, HCA, SLIDING
 from introspect.analysis.layers import LayerLayout
 
 HEAD_KEYS = ("num_attention_heads", "n_head", "n_heads", "num_heads", "attention_heads")
@@ -105,7 +105,7 @@ def analyze_attention(view: ConfigView, family: Family, layout: LayerLayout) -> 
     else:
         out["type"] = None  # attention layers exist but the file does not say how many heads
 
-    if SLIDING in layout.components:
+    if SLIDING in layout.components or CSA in layout.components or HCA in layout.components:
         out["sliding_window"] = positive(
             view.get_int("sliding_window", "sliding_window_size", "attention_window")
         )

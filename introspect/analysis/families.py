@@ -60,6 +60,7 @@ class Family:
     implicit_shared_expert: bool = False  # every MoE block has one shared expert of intermediate_size
     dense_width_key: str | None = None  # the key of the dense layers' FFN width when it is not intermediate_size
     chunked_from_no_rope: bool = False  # Llama-4: RoPE layers use chunked attention, NoPE layers full
+    compressed_attention: bool = False  # DeepSeek-V4: compress_ratios, shared K=V head, mHC (compressed_attention.py)
     cla: bool = False  # cross-layer attention: use_cla + cla_share_factor, K/V made every f-th layer only
     known: bool = True
 
@@ -186,6 +187,8 @@ _ROWS = (
     # DeepSeek-V3.2: DeepSeek-V3 plus the lightning indexer (index_topk, index_n_heads, index_head_dim):
     # transformers models/deepseek_v32 (inference/model.py Indexer: wq_b, wk, k_norm, weights_proj, k_cache).
     Family("deepseek_v32", "transformers deepseek_v32 modeling_deepseek_v32.py / inference/model.py Indexer"),
+    Family("deepseek_v4", "transformers configuration_deepseek_v4.py / modeling_deepseek_v4.py (compress_ratios: "
+           "sliding / CSA / HCA layers, shared K=V head, mHC)", compressed_attention=True),
     # tencent/Tencent-Hunyuan-Large modeling_hunyuan.py, vLLM model_executor/models/hunyuan_v1.py:
     # _get_cla_factor (use_cla, cla_share_factor): layer i makes its own K/V iff i % factor == 0, the others
     # are "cross" attention with q_proj/o_proj only; num_shared_expert shared MLPs of intermediate_size.

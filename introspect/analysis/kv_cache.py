@@ -13,9 +13,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from introspect.analysis import compressed_attention as v4
 from introspect.analysis.config_view import MAX_LAYERS, ConfigView, positive
 from introspect.analysis.families import Family
-from introspect.analysis.kinds import CHUNKED, SLIDING
+from introspect.analysis.kinds import CHUNKED, CSA, HCA, SLIDING
 from introspect.analysis.layers import LayerLayout
 from introspect.analysis.mixer_math import indexer_kv_elements
 from introspect.analysis.mixers import ATTENTION_KINDS, attention_kv_elements, state_elements
@@ -56,6 +57,37 @@ def kv_borrowing_layers(view: ConfigView, family: Family, n: int) -> set[int]:
     return set(range(n - shared, n)) if shared and shared < n else set()
 
 
+def _compressed_cache(
+    view: ConfigView, layout: LayerLayout, attention: dict[str, Any], width: int, dtype: str | None
+) -> dict[str, Any]:
+    """DeepSeek-V4: a bounded window in every layer, plus compressed entries that grow at 1/ratio."""
+    window = v4.window_elements(view) * width
+    per_kind: dict[str, dict[str, Any]] = {}
+    for kind, layers in sorted(layout.components.items()):
+        entry: dict[str, Any] = {"layers": layers}
+        if kind in (CSA, HCA):
+            grow = int(round(v4.growing_elements(view, kind) * width))
+            entry.update({"bytes_per_token_per_layer": grow, "bytes_per_token": grow * layers,
+                          "state_bytes_per_layer": window, "state_bytes_per_sequence": window * layers})
+        elif kind == SLIDING:
+            head = int(attention.get("head_dim") or 0) * width  # one shared K=V head per token
+            entry.update({"bytes_per_token_per_layer": head, "bytes_per_token": head * layers})
+        per_kind[kind] = entry
+    growing = sum(per_kind[k].get("bytes_per_token", 0) for k in (CSA, HCA) if k in per_kind)
+    sliding = per_kind.get(SLIDING, {}).get("bytes_per_token", 0)
+    return {
+        "dtype": dtype,
+        "dtype_assumed": dtype not in DTYPE_BYTES,
+        "bytes_per_element": width,
+        "bytes_per_token": growing + sliding,
+        "per_kind": per_kind,
+        "state_bytes_per_sequence": sum(e.get("state_bytes_per_sequence", 0) for e in per_kind.values()),
+        "sliding_window_cap": attention.get("sliding_window"),
+        "bytes_per_token_beyond_window": growing,
+        "compress_rates": v4.compress_rates(view),
+    }
+
+
 def _bounded_caps(attention: dict[str, Any]) -> dict[str, int | None]:
     """Attention kinds whose cache stops growing, and where: the window, or Llama-4's chunk."""
     return {SLIDING: attention.get("sliding_window"), CHUNKED: attention.get("attention_chunk_size")}
@@ -69,6 +101,8 @@ def analyze_kv_cache(
     dtype = model_dtype(view)
     width = DTYPE_BYTES.get(dtype or "", 2)
     per_layer = attention_kv_elements(attention) * width
+    if family is not None and family.compressed_attention:
+        return _compressed_cache(view, layout, attention, width, dtype)
     borrowing = kv_borrowing_layers(view, family, len(layout.pattern)) if family is not None else set()
     per_kind: dict[str, dict[str, Any]] = {}
     for kind, layers in sorted(layout.components.items()):

@@ -12,6 +12,7 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass, field
 
+from introspect.analysis.compressed_attention import RATIO_KINDS
 from introspect.analysis.config_view import MAX_LAYERS, ConfigView, positive
 from introspect.analysis.families import ATTN_LAYER_INDICES, PARALLEL_HYBRID, Family
 from introspect.analysis.kinds import CHUNKED, FULL, GDN, KDA, LINEAR, MAMBA, MAMBA2, MLP, SLIDING
@@ -163,13 +164,9 @@ def analyze_layers(view: ConfigView, family: Family, max_context: int | None) ->
         key = "layer_types" if view.present("layer_types") else "layers_block_type"
         return _from_names(names, recurrent, key)
 
-    chunked = _chunked_layout(view, family, n)
-    if chunked is not None:
-        return chunked
-
-    kimi = _kimi_linear(view, n)
-    if kimi is not None:
-        return kimi
+    derived = _compressed_layout(view, n) or _chunked_layout(view, family, n) or _kimi_linear(view, n)
+    if derived is not None:
+        return derived
 
     interval = positive(view.get_int("full_attention_interval", maximum=MAX_LAYERS))
     if interval is not None:
@@ -201,6 +198,17 @@ def analyze_layers(view: ConfigView, family: Family, max_context: int | None) ->
     if sliding is not None:
         return sliding
     return LayerLayout([FULL] * n, "num_hidden_layers (no layout keys: all full attention)")
+
+
+def _compressed_layout(view: ConfigView, n: int) -> LayerLayout | None:
+    """DeepSeek-V4 compress_ratios: transformers configuration_deepseek_v4.py maps 0 / 4 / 128 to the
+    sliding / CSA / HCA layer types; entries past num_hidden_layers belong to the MTP layers."""
+    ratios = view.get_int_list("compress_ratios", maximum=1 << 20)
+    if ratios is None or len(ratios) < n:
+        return None
+    ratios = ratios[:n]
+    unknown = sorted({f"compress ratio {r}" for r in ratios if r not in RATIO_KINDS})
+    return LayerLayout([RATIO_KINDS.get(r, FULL) for r in ratios], "compress_ratios", unknown)
 
 
 def _chunked_layout(view: ConfigView, family: Family, n: int) -> LayerLayout | None:

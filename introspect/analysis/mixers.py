@@ -25,8 +25,23 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
+from introspect.analysis import compressed_attention as v4
 from introspect.analysis import mixer_math as math_
-from introspect.analysis.kinds import CHUNKED, CONV, FULL, GDN, KDA, LINEAR, MAMBA, MAMBA2, MLP, RWKV, SLIDING
+from introspect.analysis.kinds import (
+    CHUNKED,
+    CONV,
+    CSA,
+    FULL,
+    GDN,
+    HCA,
+    KDA,
+    LINEAR,
+    MAMBA,
+    MAMBA2,
+    MLP,
+    RWKV,
+    SLIDING,
+)
 from introspect.analysis.mixer_math import LayerCtx
 
 StateFn = Callable[[Any, int | None], int]  # (ConfigView, hidden size) -> state elements per layer
@@ -61,6 +76,9 @@ MIXERS: dict[str, Mixer] = {
         # (ChunkedLocalAttention) keeps at most one chunk of KV per layer, so the cache is bounded too.
         Mixer(CHUNKED, "chunked attention", attention=True, params=math_.attention_params,
               names=("chunked_attention",)),
+        # transformers modeling_deepseek_v4.py: a window plus compressed K/V entries (compressed_attention.py).
+        Mixer(CSA, "compressed sparse attention (CSA)", attention=True, names=("compressed_sparse_attention",)),
+        Mixer(HCA, "heavily compressed attention (HCA)", attention=True, names=("heavily_compressed_attention",)),
         # transformers modeling_qwen3_next.py Qwen3NextGatedDeltaNet.
         Mixer(GDN, "Gated DeltaNet", names=("gated_deltanet", "gdn"), recurrent=True,
               markers=("linear_num_value_heads", "linear_key_head_dim"),
@@ -158,6 +176,8 @@ def attention_kv_elements(att: dict[str, Any]) -> int:
 def layer_params(ctx: LayerCtx, kind: str) -> tuple[int, int]:
     """(attention params, recurrent params) of one layer's mixer(s); ``a+b`` runs both."""
     attention = recurrent = 0
+    if ctx.family.compressed_attention and kind in (SLIDING, CSA, HCA):
+        return v4.attention_params(ctx.view, ctx.attention, ctx.hidden, kind), 0
     for part in kind.split("+"):
         mixer = MIXERS.get(part)
         if mixer is None:

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from introspect.analysis.attention import hidden_size
+from introspect.analysis.compressed_attention import head_hyper_connection_params
 from introspect.analysis.config_view import MAX_LAYERS, ConfigView, positive
 from introspect.analysis.families import Family
 from introspect.analysis.kinds import MLP
@@ -207,14 +208,13 @@ def estimate_params(
             for key, value in moe_parts.items():
                 parts[key] += value
             active_layers += moe_active
+    parts["router"] -= _hash_layer_biases(ctx, moe, len(layout.pattern))
     layer_total = sum(parts.values())
 
     embedding = (vocab or 0) * hidden + _positions(ctx)
     head = 0 if tied_embeddings(view) else (vocab or 0) * hidden
     head_active = (vocab or 0) * hidden  # a tied head still multiplies every token
-    extra = 0
-    if family.encoder_extras:
-        extra = hidden * hidden + hidden  # pooler (post-LN: the "final norm" is the embedding LayerNorm)
+    extra = _model_extras(ctx)
     parts.update({"embedding": embedding, "lm_head": head, "final_norm": norm + extra})
     vision = vision_params(root, hidden)
     total = layer_total + embedding + head + norm + extra + (vision or 0)
@@ -224,6 +224,24 @@ def estimate_params(
 
     mtp = _mtp_estimate(ctx, moe, moe_active, moe_parts, dense, norm)
     return ParamEstimate(total, active, embedding, parts, vision, mtp)
+
+
+def _model_extras(ctx: LayerCtx) -> int:
+    """Model-level weights beside the final norm."""
+    if ctx.family.encoder_extras:
+        return ctx.hidden * ctx.hidden + ctx.hidden  # pooler (post-LN: the "final norm" is the embedding LayerNorm)
+    if ctx.family.compressed_attention:
+        return head_hyper_connection_params(ctx.view, ctx.hidden)  # DeepSeek-V4's mHC head mixing
+    return 0
+
+
+def _hash_layer_biases(ctx: LayerCtx, moe: MoeLayout, n: int) -> int:
+    """DeepSeek-V4 hash_moe layers route by a frozen tid2eid lookup: no gate.bias there
+    (configuration_deepseek_v4.py: the first num_hash_layers layers are "hash_moe")."""
+    if not ctx.family.compressed_attention or not moe.section["is_moe"]:
+        return 0
+    hashed = min(positive(ctx.view.get_int("num_hash_layers", maximum=MAX_LAYERS)) or 0, n)
+    return hashed * (moe.section["routed_experts"] or 0)
 
 
 def _mtp_estimate(

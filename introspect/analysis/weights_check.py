@@ -19,7 +19,11 @@ them without ambiguity across families:
   (modeling_rwkv.py ``RwkvSelfAttention``, stored under ``blocks.#``).
 - sparse indexer (reported only when such tensors are seen): ``.indexer.`` modules
   (DeepSeek-V3.2 ``Indexer``) belong to every attention layer of a config that
-  declares ``index_topk``, and to none otherwise.
+  declares ``index_topk``, and to none otherwise; in DeepSeek-V4 only to the
+  compressed-sparse (CSA) layers.
+- compressors (DeepSeek-V4, reported only when seen): ``.compressor.`` modules
+  (modeling_deepseek_v4.py ``DeepseekV4CSACompressor`` / ``DeepseekV4HCACompressor``)
+  exist exactly in the layers whose compress ratio is not 0.
 
 Only ids below ``num_layers`` count: DeepSeek-style MTP layers are stored after
 the decoder layers.
@@ -37,10 +41,13 @@ _LAYER_TEMPLATE = re.compile(r"(?:^|\.)(?:layers|blocks)\.#\.")
 _EXPERT = re.compile(r"\.experts\.#\.")
 _RECURRENT = re.compile(r"\.A_log$|\.A_log\.|\.output_gate\.|\.time_decay$")
 _INDEXER = re.compile(r"\.indexer\.")
+_COMPRESSOR = re.compile(r"\.compressor\.")
+_COMPRESSED_KINDS = frozenset({"compressed_sparse_attention", "heavily_compressed_attention"})
 # Layer kinds (parts of an ``a+b`` kind) that own a recurrent state; mirrors mixers.RECURRENT_KINDS
 # without the short convolution (LFM2's conv layers have no A_log / decay tensor).
 _RECURRENT_KINDS = frozenset({"gated_deltanet", "kda", "linear_attention", "mamba", "mamba2", "rwkv"})
-_ATTENTION_KINDS = frozenset({"full_attention", "sliding_attention", "chunked_attention"})
+_ATTENTION_KINDS = frozenset({"full_attention", "sliding_attention", "chunked_attention",
+                              "compressed_sparse_attention", "heavily_compressed_attention"})
 
 
 def _layers_with(safetensors: dict[str, Any], marker: re.Pattern[str] | str, limit: int) -> set[int] | None:
@@ -113,10 +120,18 @@ def _check_mixers(
             findings.append(_disagree("recurrent (linear-attention / SSM) layers", expected, stored))
     stored = _layers_with(safetensors, _INDEXER, num_layers)
     if stored is not None:
-        expected = _layers_of(pattern, _ATTENTION_KINDS) if attention.get("sparse_indexer") else set()
+        # DeepSeek-V4 keeps its indexer in the CSA layers only; DeepSeek-V3.2 in every attention layer.
+        sparse = _layers_of(pattern, frozenset({"compressed_sparse_attention"})) or _layers_of(pattern, _ATTENTION_KINDS)
+        expected = sparse if attention.get("sparse_indexer") else set()
         result["indexer_layers"] = stored == expected
         if stored != expected:
             findings.append(_disagree("sparse-indexer layers", expected, stored))
+    stored = _layers_with(safetensors, _COMPRESSOR, num_layers)
+    if stored is not None:
+        expected = _layers_of(pattern, _COMPRESSED_KINDS)
+        result["compressed_layers"] = stored == expected
+        if stored != expected:
+            findings.append(_disagree("compressed-attention layers", expected, stored))
 
 
 def _disagree(what: str, expected: set[int], stored: set[int]) -> Finding:

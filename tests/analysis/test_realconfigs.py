@@ -24,7 +24,8 @@ ROOT = Path(__file__).resolve().parents[1] / "data" / "realconfigs"
 FOLDERS = sorted(
     p.name for p in ROOT.iterdir() if (p / "config.json").is_file() and (p / "expected.yaml").is_file()
 )
-ATTENTION_KINDS = ("full_attention", "sliding_attention", "chunked_attention")
+ATTENTION_KINDS = ("full_attention", "sliding_attention", "chunked_attention", "compressed_sparse_attention",
+                   "heavily_compressed_attention")
 
 # Layer indices (0-based) that expected.yaml states in prose; the test below checks the prose names them.
 EXPLICIT_LAYERS: dict[str, dict[str, list[int]]] = {
@@ -296,6 +297,16 @@ def check(folder: str, key: str) -> None:  # noqa: C901 - one branch per kind of
         assert arch["kv_cache"]["per_kind"]["rwkv"]["state_bytes_per_layer"] == 5 * arch["hidden_size"] * 2
         assert arch["kv_cache"]["bytes_per_token"] == 0 and arch["attention"]["type"] == "none"
         assert arch["summary"]["mixers"].startswith("no attention")
+    elif key == "compress_ratios_not_a_window":
+        # CSA / HCA layers keep growing (1/4, 1/128 as fast as full attention): only the two pure window
+        # layers stop at sliding_window, and every layer keeps its window branch as a fixed state.
+        kv = arch["kv_cache"]
+        csa, hca = kv["per_kind"]["compressed_sparse_attention"], kv["per_kind"]["heavily_compressed_attention"]
+        head, index = att["head_dim"], att["sparse_indexer"]["index_head_dim"]
+        assert csa["bytes_per_token_per_layer"] == (head + index) // 4 * 2
+        assert hca["bytes_per_token_per_layer"] == head // 128 * 2
+        assert kv["bytes_per_token_beyond_window"] == csa["bytes_per_token"] + hca["bytes_per_token"] > 0
+        assert csa["state_bytes_per_layer"] == head * att["sliding_window"] * 2
     elif key == "lightning_state_per_layer":
         heads, dim, _ = (int(x) for x in value.split(" x "))
         assert arch["kv_cache"]["per_kind"]["linear_attention"]["state_bytes_per_layer"] == heads * dim * dim * 2

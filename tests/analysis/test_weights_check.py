@@ -96,3 +96,21 @@ def test_indexer_tensors_follow_the_sparse_attention_verdict():
     arch, findings = analyze_architecture(_real("deepseek-v3"), safetensors=_shards(indexer))
     assert arch["confirmed_by_weights"]["indexer_layers"] is False
     assert any("sparse-indexer" in f["message"] for f in findings if f["code"] == "weights-layer-mismatch")
+
+
+def test_deepseek_v4_compressor_and_indexer_layers_follow_compress_ratios():
+    # The public tensor list of DeepSeek-V4-Flash: compressors at layers 2-42, the indexer at 2, 4, ..., 42.
+    csa, hca = list(range(2, 43, 2)), list(range(3, 42, 2))
+    arch, findings = analyze_architecture(_real("deepseek-v4-flash"), safetensors=_shards([
+        ("layers.#.attn.compressor.wkv.weight", sorted(csa + hca)),
+        ("layers.#.attn.indexer.wq_b.weight", csa),
+        ("layers.#.ffn.experts.#.w1.weight", list(range(43))),
+    ]))
+    assert arch["confirmed_by_weights"] == {"moe_layers": True, "mla_layers": None, "indexer_layers": True,
+                                            "compressed_layers": True}
+    assert not [f for f in findings if f["code"] == "weights-layer-mismatch"]
+    # Read as a sliding window (every layer bounded), the same weights would contradict the verdict.
+    config = dict(_real("deepseek-v4-flash"), compress_ratios=[0] * 44)
+    arch, findings = analyze_architecture(config, safetensors=_shards([
+        ("layers.#.attn.compressor.wkv.weight", sorted(csa + hca))]))
+    assert arch["confirmed_by_weights"]["compressed_layers"] is False
