@@ -181,6 +181,13 @@ _ROWS = (
            chunked_from_no_rope=True),
     Family("llama4", "transformers configuration_llama4.py Llama4Config (text_config: llama4_text)",
            implicit_shared_expert=True, dense_width_key="intermediate_size_mlp", chunked_from_no_rope=True),
+    # transformers modeling_gemma3n.py Gemma3nTextAttention: the last num_kv_shared_layers layers reuse the K/V
+    # of the last layer of the same type before them. AltUp, LAuReL and the per-layer embeddings have no
+    # formula here: the parameter count is left to the weights and the model's code.
+    Family("gemma3n_text", "transformers configuration_gemma3n.py / modeling_gemma3n.py (num_kv_shared_layers)",
+           defaults=_TIED, config_params=False),
+    Family("gemma3n", "transformers configuration_gemma3n.py Gemma3nConfig (text_config: gemma3n_text)",
+           defaults=_TIED, config_params=False),
     # transformers configuration_dbrx.py: attention and FFN settings in the attn_config / ffn_config blocks;
     # modeling_dbrx.py DbrxExperts w1/v1/w2 (GLU), Wqkv and out_proj without biases, LayerNorm(bias=False).
     Family("dbrx", "transformers configuration_dbrx.py / modeling_dbrx.py (nested attn_config/ffn_config)"),

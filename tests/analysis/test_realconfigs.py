@@ -292,6 +292,12 @@ def check(folder: str, key: str) -> None:  # noqa: C901 - one branch per kind of
         full = arch["kv_cache"]["per_kind"]["full_attention"]
         assert full["kv_shared_layers"] == value
         assert full["bytes_per_token"] == full["bytes_per_token_per_layer"] * (full["layers"] - value)
+    elif key == "kv_shared_layers_by_kind":
+        # Gemma-3n: the shared layers add no K/V of their own, per attention kind.
+        for kind, shared in value.items():
+            entry = arch["kv_cache"]["per_kind"][kind]
+            assert entry["kv_shared_layers"] == shared
+            assert entry["bytes_per_token"] == entry["bytes_per_token_per_layer"] * (entry["layers"] - shared)
     elif key == "rwkv_state_per_layer":
         assert value == "5 x hidden_size"
         assert arch["kv_cache"]["per_kind"]["rwkv"]["state_bytes_per_layer"] == 5 * arch["hidden_size"] * 2
