@@ -140,6 +140,8 @@ def lightning_state(view: ConfigView, hidden: int | None) -> int:
     """The running key-value state: heads x head_dim x head_dim per sequence."""
     heads = positive(view.get_int("num_attention_heads"))
     head_dim = positive(view.get_int("head_dim"))
+    if head_dim is None and heads and hidden and hidden % heads == 0:
+        head_dim = hidden // heads  # MiniMaxConfig: head_dim defaults to hidden_size // num_attention_heads
     if heads is None or head_dim is None:
         return 0
     return heads * head_dim * head_dim

@@ -122,13 +122,15 @@ def _sparse_layers(
         s, skip = step or 1, set(only_dense or [])
         return [i not in skip and (i + 1) % s == 0 for i in range(n)], "decoder_sparse_step/mlp_only_layers"
 
-    interleave = positive(view.get_int("interleave_moe_layer_step", maximum=MAX_LAYERS))
-    if interleave is not None:
-        return [(i + 1) % interleave == 0 for i in range(n)], "interleave_moe_layer_step"
+    # transformers configuration_llama4.py: moe_layers when given, else
+    # range(interleave_moe_layer_step - 1, n, interleave_moe_layer_step).
     explicit = view.get_int_list("moe_layers", maximum=MAX_LAYERS)
     if explicit is not None:
         chosen = set(explicit)
         return [i in chosen for i in range(n)], "moe_layers"
+    interleave = positive(view.get_int("interleave_moe_layer_step", maximum=MAX_LAYERS))
+    if interleave is not None:
+        return [(i + 1) % interleave == 0 for i in range(n)], "interleave_moe_layer_step"
 
     return [ffn is not None for ffn in base], "every layer"
 

@@ -115,3 +115,18 @@ def test_rwkv_is_recurrent_with_a_state_not_pure_attention():
     assert arch["layers"]["pure_attention"] is False
     assert arch["kv_cache"]["state_bytes_per_sequence"] == 12 * 5 * 768 * 2
     assert arch["params"]["breakdown"]["recurrent"] > 0
+
+
+def test_lightning_layers_have_parameters_and_state_without_a_head_dim_key():
+    config = {k: v for k, v in real("minimax-text-01").items() if k != "head_dim"}  # 6144 / 64 = 96
+    arch = arch_of(config)
+    assert arch["kv_cache"]["per_kind"]["linear_attention"]["state_bytes_per_layer"] == 64 * 96 * 96 * 2
+    assert arch["params"]["breakdown"]["recurrent"] == 70 * (5 * 6144 * 64 * 96 + 64 * 96)
+
+
+def test_llama4_explicit_moe_layers_win_over_the_interleave_step():
+    config = real("llama-4-maverick-17b-128e")
+    config["text_config"]["moe_layers"] = [0, 47]
+    arch = arch_of(config)
+    assert [i for i, kind in enumerate(arch["layers"]["ffn"]) if kind == "moe"] == [0, 47]
+    assert arch["layers"]["ffn_source"] == "moe_layers"
