@@ -61,6 +61,7 @@ class Family:
     dense_width_key: str | None = None  # the key of the dense layers' FFN width when it is not intermediate_size
     chunked_from_no_rope: bool = False  # Llama-4: RoPE layers use chunked attention, NoPE layers full
     compressed_attention: bool = False  # DeepSeek-V4: compress_ratios, shared K=V head, mHC (compressed_attention.py)
+    wkv_heads: bool = False  # RWKV-7 (fla): a head_dim x head_dim WKV state per head, low-rank mixing weights
     cla: bool = False  # cross-layer attention: use_cla + cla_share_factor, K/V made every f-th layer only
     known: bool = True
 
@@ -205,6 +206,10 @@ _ROWS = (
     # mixing), LayerNorms with bias, no attention heads; a fixed recurrent state per layer.
     Family("rwkv", "transformers configuration_rwkv.py / modeling_rwkv.py (RWKV-4)", recurrent=RWKV,
            ssm_only=True, bias=True),
+    # fla-org/flash-linear-attention fla/layers/rwkv7.py RWKV7Attention (r/k/v/o, w/a/v/g LoRAs, GroupNorm) and
+    # fla/models/rwkv7 RWKV7FeedForward (x_k, key, value); LayerNorms with bias (norm_bias).
+    Family("rwkv7", "fla-org/flash-linear-attention fla/layers/rwkv7.py / fla/models/rwkv7 (RWKV-7)",
+           recurrent=RWKV, ssm_only=True, bias=True, wkv_heads=True),
     # MiniMaxAI/MiniMax-Text-01 and MiniMax-M1 modeling_minimax_text_01.py / modeling_minimax_m1.py: the
     # transformers "minimax" layout under the model repos' own names (attn_type_list: 0 lightning, 1 softmax).
     Family("minimax_text_01", "MiniMaxAI/MiniMax-Text-01 modeling_minimax_text_01.py (attn_type_list)"),

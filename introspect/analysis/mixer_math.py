@@ -109,12 +109,62 @@ def _rwkv_widths(view: ConfigView, hidden: int) -> tuple[int, int]:
 def rwkv_state(view: ConfigView, hidden: int | None) -> int:
     """RWKV-4: five hidden-size vectors per layer (transformers RwkvModel.forward builds the state as five
     (batch, hidden_size, num_hidden_layers) tensors: time-mix shift, numerator, denominator, max, channel-mix
-    shift)."""
-    return 5 * hidden if hidden is not None else 0
+    shift). RWKV-7 (fla rwkv7.py): a head_dim x head_dim recurrent_state per head plus the time-mix and
+    channel-mix token-shift vectors."""
+    if hidden is None:
+        return 0
+    if family_of(view.get_str("model_type")).wkv_heads:
+        heads, head_dim = rwkv7_heads(view, hidden)
+        return heads * head_dim * head_dim + 2 * hidden
+    return 5 * hidden
+
+
+def rwkv7_heads(view: ConfigView, hidden: int) -> tuple[int, int]:
+    """RWKV7Attention: head_dim (default 64) wins over num_heads; heads = hidden // head_dim."""
+    head_dim = positive(view.get_int("head_dim", "head_size"))
+    heads = positive(view.get_int("num_heads"))
+    if head_dim is None:
+        head_dim = hidden // heads if heads else 64
+    return max(hidden // head_dim, 1), head_dim
+
+
+def _fla_rank(view: ConfigView, key: str, scale: float, hidden: int, factor: float) -> int:
+    """fla rwkv7.py's default low-rank width: max(32, round(scale * sqrt(hidden) * factor / 32) * 32)."""
+    return positive(view.get_int(key)) or max(32, int(round(scale * hidden**0.5 * factor / 32) * 32))
+
+
+def rwkv7_params(ctx: LayerCtx) -> int:
+    """One RWKV-7 block beyond its first LayerNorm (a layer > 0: layer 0 lacks v_lora, see rwkv7_first_layer)."""
+    view, h = ctx.view, ctx.hidden
+    _, head_dim = rwkv7_heads(view, h)
+    factor = head_dim / 64
+    decay = _fla_rank(view, "decay_low_rank_dim", 2.5, h, factor)
+    gate = _fla_rank(view, "gate_low_rank_dim", 5, h, 1.0)
+    a_rank = _fla_rank(view, "a_low_rank_dim", 2.5, h, factor)
+    v_rank = _fla_rank(view, "v_low_rank_dim", 1.7, h, factor)
+    inner = positive(view.get_int("intermediate_size"))
+    if inner is None:
+        ratio = view.get_float("hidden_ratio") or 4.0
+        inner = 32 * -(-int(h * ratio) // 32)
+    vectors = 6 * h + 2 * h + h  # x_r..x_g, k_k, k_a, r_k
+    projections = 4 * h * h  # r, k, v, o
+    loras = sum(2 * h * rank + h for rank in (decay, a_rank, v_rank)) + 2 * h * gate  # g_lora has no bias
+    time_mix = vectors + projections + loras + 2 * h  # GroupNorm weight + bias
+    channel_mix = h + 2 * h * inner
+    return time_mix + channel_mix + 2 * h  # ffn_norm (weight + bias)
+
+
+def rwkv7_first_layer(view: ConfigView, hidden: int) -> int:
+    """Layer 0's difference: its pre_norm (weight + bias) and no v_lora (fla RWKV7Attention, RWKV7Block)."""
+    _, head_dim = rwkv7_heads(view, hidden)
+    v_rank = _fla_rank(view, "v_low_rank_dim", 1.7, hidden, head_dim / 64)
+    return 2 * hidden - (2 * hidden * v_rank + hidden)
 
 
 def rwkv_params(ctx: LayerCtx) -> int:
     """RWKV-4 block beyond its first LayerNorm: RwkvSelfAttention, RwkvFeedForward and ln2 (weight + bias)."""
+    if ctx.family.wkv_heads:
+        return rwkv7_params(ctx)
     h = ctx.hidden
     attention, inner = _rwkv_widths(ctx.view, h)
     time_mix = 2 * attention + 3 * h + 3 * h * attention + attention * h  # decay, first, 3 mixes, k/v/r, output

@@ -25,7 +25,7 @@ from introspect.analysis.families import Family
 from introspect.analysis.kinds import MLP
 from introspect.analysis.kv_cache import kv_borrowing_layers
 from introspect.analysis.layers import LayerLayout
-from introspect.analysis.mixer_math import LayerCtx, attention_params, cla_kv_params
+from introspect.analysis.mixer_math import LayerCtx, attention_params, cla_kv_params, rwkv7_first_layer
 from introspect.analysis.mixers import layer_params
 from introspect.analysis.moe import DENSE, SPARSE, MoeLayout
 
@@ -196,6 +196,8 @@ def estimate_params(
         attention_part, recurrent_part = layer_params(ctx, kind)
         if index in cross and attention_part:
             attention_part -= cla_kv_params(ctx)
+        if index == 0 and family.wkv_heads:
+            recurrent_part += rwkv7_first_layer(view, hidden)  # pre_norm, and no v_lora in layer 0
         norms = norm * (2 if ffn is not None and kind != MLP else 1)
         parts["attention"] += attention_part
         parts["recurrent"] += recurrent_part

@@ -16,7 +16,8 @@ them without ambiguity across families:
   ``Mamba2Mixer``, Qwen3-Next ``Qwen3NextGatedDeltaNet``, Kimi-Linear
   ``KimiDeltaAttention``), MiniMax's lightning ``output_gate`` (transformers
   modeling_minimax.py ``MiniMaxLightningAttention``) and RWKV's ``time_decay``
-  (modeling_rwkv.py ``RwkvSelfAttention``, stored under ``blocks.#``).
+  (modeling_rwkv.py ``RwkvSelfAttention``, stored under ``blocks.#``), RWKV-7's decay
+  ``w_lora`` (fla rwkv7.py ``RWKV7Attention``).
 - sparse indexer (reported only when such tensors are seen): ``.indexer.`` modules
   (DeepSeek-V3.2 ``Indexer``) belong to every attention layer of a config that
   declares ``index_topk``, and to none otherwise; in DeepSeek-V4 only to the
@@ -39,7 +40,7 @@ from introspect.remote.contract import as_dict
 
 _LAYER_TEMPLATE = re.compile(r"(?:^|\.)(?:layers|blocks)\.#\.")
 _EXPERT = re.compile(r"\.experts\.#\.")
-_RECURRENT = re.compile(r"\.A_log$|\.A_log\.|\.output_gate\.|\.time_decay$")
+_RECURRENT = re.compile(r"\.A_log$|\.A_log\.|\.output_gate\.|\.time_decay$|\.w_lora\.")
 _INDEXER = re.compile(r"\.indexer\.")
 _COMPRESSOR = re.compile(r"\.compressor\.")
 _COMPRESSED_KINDS = frozenset({"compressed_sparse_attention", "heavily_compressed_attention"})

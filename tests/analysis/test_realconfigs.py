@@ -299,8 +299,14 @@ def check(folder: str, key: str) -> None:  # noqa: C901 - one branch per kind of
             assert entry["kv_shared_layers"] == shared
             assert entry["bytes_per_token"] == entry["bytes_per_token_per_layer"] * (entry["layers"] - shared)
     elif key == "rwkv_state_per_layer":
-        assert value == "5 x hidden_size"
-        assert arch["kv_cache"]["per_kind"]["rwkv"]["state_bytes_per_layer"] == 5 * arch["hidden_size"] * 2
+        hidden = arch["hidden_size"]
+        if value == "5 x hidden_size":  # RWKV-4: five vectors
+            state = 5 * hidden
+        else:  # RWKV-7: "<heads> heads x <d> x <d> + 2 x hidden_size"
+            match = re.fullmatch(r"(\d+) heads x (\d+) x \2 \+ 2 x hidden_size", value)
+            assert match, value
+            state = int(match.group(1)) * int(match.group(2)) ** 2 + 2 * hidden
+        assert arch["kv_cache"]["per_kind"]["rwkv"]["state_bytes_per_layer"] == state * 2
         assert arch["kv_cache"]["bytes_per_token"] == 0 and arch["attention"]["type"] == "none"
         assert arch["summary"]["mixers"].startswith("no attention")
     elif key == "compress_ratios_not_a_window":

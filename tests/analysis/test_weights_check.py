@@ -114,3 +114,10 @@ def test_deepseek_v4_compressor_and_indexer_layers_follow_compress_ratios():
     arch, findings = analyze_architecture(config, safetensors=_shards([
         ("layers.#.attn.compressor.wkv.weight", sorted(csa + hca))]))
     assert arch["confirmed_by_weights"]["compressed_layers"] is False
+
+
+def test_rwkv7_decay_lora_marks_every_recurrent_layer():
+    arch, _ = analyze_architecture(_real("rwkv7-goose-world3-1.5b"), safetensors=_shards([
+        ("model.layers.#.attn.w_lora.lora.0.weight", list(range(23))),  # one layer's tensors missing
+    ]))
+    assert arch["confirmed_by_weights"]["recurrent_layers"] is False
