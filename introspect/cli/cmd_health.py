@@ -61,8 +61,8 @@ STATUS_STYLE = {"pass": "green", "fail": "bold red", "warn": "yellow", "info": "
 
 
 @click.command("health")
-@click.option("--hosts", "hosts_file", type=click.Path(dir_okay=False),
-              help="Inventory file (default ./hosts.yaml when present).")
+@click.option("--hosts", "--inventory", "hosts_file", type=click.Path(dir_okay=False),
+              help="Inventory file (default ./hosts.yaml when present): hosts.yaml or an Ansible inventory.")
 @click.option("--only", multiple=True, metavar="NAME",
               help="Check only these hosts (repeat, or comma-separate).")
 @click.option("--tags", multiple=True, metavar="T", help="Check only hosts with one of these tags.")
