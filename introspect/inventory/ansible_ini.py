@@ -77,10 +77,10 @@ def parse_ini(text: str, source: str) -> AnsibleGroups:
             key, value = (part.strip() for part in line.split("=", 1))
             inv.group(group).vars[key] = Var(parse_value(value), source, number)
         else:
-            child = _GROUP_NAME.match(line)
-            if not child:
+            named = _GROUP_NAME.match(line)
+            if not named:
                 raise InventoryError(f"expected a group name, got {line!r}", source=source, line=number)
-            pending_children.append((group, child.group(1), number))
+            pending_children.append((group, named.group(1), number))
     for parent, child, number in pending_children:
         if child not in inv.groups:
             raise InventoryError(f"section [{parent}:children] includes undefined group {child!r}",

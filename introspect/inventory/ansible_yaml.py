@@ -40,8 +40,16 @@ class AnsibleLoader(MarkedLoader):
     ``!vault`` (kept encrypted; an error only where introspect needs the value)."""
 
 
-AnsibleLoader.add_constructor("!unsafe", lambda loader, node: loader.construct_scalar(node))
-AnsibleLoader.add_constructor("!vault", lambda loader, node: VaultValue(loader.construct_scalar(node)))
+def _unsafe(loader: AnsibleLoader, node: yaml.Node) -> Any:
+    return loader.construct_scalar(node) if isinstance(node, yaml.ScalarNode) else loader.construct_object(node)
+
+
+def _vault(loader: AnsibleLoader, node: yaml.Node) -> VaultValue:
+    return VaultValue(loader.construct_scalar(node) if isinstance(node, yaml.ScalarNode) else "")
+
+
+AnsibleLoader.add_constructor("!unsafe", _unsafe)
+AnsibleLoader.add_constructor("!vault", _vault)
 
 
 def load_ansible_yaml(text: str, source: str) -> Any:

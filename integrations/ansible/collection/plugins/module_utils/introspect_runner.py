@@ -44,7 +44,8 @@ def defaults():
 
 
 def venv_python(venv):
-    return os.path.join(venv, "bin", "python")
+    # As introspect's contract.venv_python: the record's interpreter must match the controller's name.
+    return os.path.join(venv.rstrip("/") or "/", "bin", "python")
 
 
 def run_task(python, task, request, timeout, isolate=False):
