@@ -13,6 +13,7 @@ application settings) are not introspect's business and are ignored; an unknown
 
 from __future__ import annotations
 
+import copy
 import difflib
 import shlex
 from typing import Any, NoReturn
@@ -160,6 +161,7 @@ def _models(variables: dict[str, Var], host: str, entry: MarkedMap) -> None:
     if not isinstance(venvs, MarkedSeq) or not venvs:
         _fail(var, host, "introspect_models", "introspect_models needs introspect_venvs (the venvs that load "
                                               "the models' tokenizers)")
+    venvs = entry["venvs"] = copy.deepcopy(venvs)  # a group's value is shared by its hosts
     for venv in venvs:
         if isinstance(venv, MarkedMap) and "models" not in venv:
             venv["models"] = marked(list(var.value), var.line)
