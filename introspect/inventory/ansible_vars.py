@@ -93,7 +93,7 @@ def _jump(var: Var, host: str, name: str) -> str | None:
                 _fail(var, host, name, f"only a `ssh -W %h:%p HOST` ProxyCommand is understood, not {option!r}")
             jump = hosts[0]
         else:
-            _fail(var, host, name, f"ssh option {word!r} is not understood here (only ProxyJump, -J and "
+            _fail(var, host, name, f"ssh option {option or word!r} is not understood here (only ProxyJump, -J and "
                                    "ProxyCommand='ssh -W %h:%p HOST'); pass other options with --ssh-option")
         i += 2 if word in ("-o", "-J") else 1
     return jump
