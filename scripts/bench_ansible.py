@@ -88,8 +88,9 @@ def run(argv: list[str], env: dict[str, str], cwd: Path, ok: tuple[int, ...] = (
         _, status, usage = os.wait4(proc.pid, 0)
     code = os.waitstatus_to_exitcode(status)
     if code not in ok:
-        tail = (cwd / "last.err").read_text(errors="replace")[-2000:] + (cwd / "last.out").read_text(
-            errors="replace")[-2000:]
+        lines = (cwd / "last.out").read_text(errors="replace").splitlines()
+        tail = "\n".join([line for line in lines if "fatal:" in line or "msg" in line][:5] or lines[-20:])
+        tail += "\n" + (cwd / "last.err").read_text(errors="replace")[-1000:]
         raise SystemExit(f"error: {' '.join(argv[:3])} ... exited {code}\n{tail}")
     return Sample(time.perf_counter() - started, usage.ru_utime + usage.ru_stime, busy_s() - busy)
 
@@ -103,7 +104,9 @@ class Bench:
 
     def setup(self) -> None:
         def start(i: int) -> SSHServer:
-            return start_sshd(self.tmp / f"sshd{i}", self.keys, address=f"127.0.0.{BASE + i}")
+            # sftp as on a real host: without pipelining Ansible copies each module over it.
+            return start_sshd(self.tmp / f"sshd{i}", self.keys, address=f"127.0.0.{BASE + i}",
+                              extra_config="Subsystem sftp internal-sftp")
 
         with concurrent.futures.ThreadPoolExecutor(8) as pool:
             self.servers = list(pool.map(start, range(HOSTS)))
@@ -120,7 +123,7 @@ class Bench:
                            f"    venvs: {json.dumps(spec)}"]
             ini.append(f"bench-{i:02d} ansible_host={s.address} ansible_port={s.port}")
         ini += ["[bench:vars]", f"ansible_ssh_private_key_file={self.keys.key}",
-                f"ansible_python_interpreter={sys.executable}", f"introspect_venvs='{json.dumps(spec)}'"]
+                f"ansible_python_interpreter={sys.executable}", f"introspect_venvs={json.dumps(spec)}"]
         (self.tmp / "hosts.yaml").write_text("\n".join(yaml_lines) + "\n")
         (self.tmp / "inventory.ini").write_text("\n".join(ini) + "\n")
         (self.tmp / "play.yml").write_text(PLAYBOOK)

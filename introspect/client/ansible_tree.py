@@ -31,8 +31,9 @@ from introspect.transport.base import (
 )
 
 MAX_RESULT_BYTES = 256 * 1024 * 1024  # one host's result; a model's facts are a few MiB at most
-FACT_KEYS = ("introspect_model", "introspect_health", "introspect_models")
 FACTS_SCHEMA = "introspect.ansible-facts/v1"
+_MODULES = {"introspect_model": "model_facts", "introspect_health": "venv_health",
+            "introspect_models": "discover_models"}
 _HINT = "pass the directory written by `ansible ... -m introspect.models.<module> --tree DIR`"
 
 
@@ -99,19 +100,24 @@ class AnsibleResultExecutor(Executor):
         raise NotImplementedError("an Ansible result runs nothing")
 
     def connect(self) -> None:
+        """Fails as the host failed in Ansible: unreachable, or the module itself failed (no facts)."""
         if self.host.unreachable:
             raise ConnectError(f"Ansible: unreachable: {self.host.message}",
                                hint=f"check that `ansible {self.host.name} -m ansible.builtin.ping` works",
                                host=self.host.name, stage="ansible")
+        if self.host.failed:
+            raise RemoteError(f"Ansible: the module failed: {self.host.message}",
+                              hint=f"rerun the introspect.models module on {self.host.name} and read Ansible's "
+                                   "own output (-vvv)", host=self.host.name, stage="ansible")
 
     def run_python(self, python: str, task: str, request: dict[str, Any], *, timeout: float,
                    isolate: bool = False) -> ProbeReply:
         self.connect()
         facts = self.host.facts(self.facts_key)
-        if self.host.failed or facts is None:
-            why = self.host.message if self.host.failed else f"no {self.facts_key} facts in {self.host.path}"
-            raise RemoteError(f"Ansible: {why}", hint=f"rerun the introspect.models module on {self.host.name} "
-                              "and look at Ansible's own output", host=self.host.name, stage=task)
+        if facts is None:
+            raise RemoteError(f"no {self.facts_key} facts in Ansible's result {self.host.path}",
+                              hint=f"run introspect.models.{_MODULES[self.facts_key]} for this report",
+                              host=self.host.name, stage=task)
         record = _find(facts.get("calls") or [], python, task, request)
         if record is None:
             model = f" for {request['model_path']}" if request.get("model_path") else ""
