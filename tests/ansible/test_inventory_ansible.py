@@ -37,6 +37,8 @@ cpu
 [fleet:vars]
 ansible_port=2201
 ansible_user=fleet
+[controller]
+ctl ansible_connection=local
 """
 
 YAML = """\
@@ -97,7 +99,8 @@ def test_ini_inventory_reads_as_ansible_does(ansible: Ansible, tmp_path: Path) -
     assert _by_name(ours) == _by_name(load_inventory_file(_listed(ansible, tmp_path / "inv.ini", tmp_path)))
 
     by_name = {h.name: h for h in ours.hosts}
-    assert list(by_name) == ["spare", "gpu01", "gpu02", "gpu03", "edge", "node-a", "node-c"]
+    assert list(by_name) == ["spare", "gpu01", "gpu02", "gpu03", "edge", "node-a", "node-c", "ctl"]
+    assert (by_name["ctl"].url, by_name["ctl"].tags) == ("local://", ("controller",))
     gpu01, gpu02, edge, node = by_name["gpu01"], by_name["gpu02"], by_name["edge"], by_name["node-c"]
     # host line > group vars > parent group vars; host_vars/ beats the inventory file.
     assert (gpu01.address, gpu01.port, gpu01.user, gpu01.identity) == ("10.0.0.5", 2201, "ml", "/keys/gpu")
