@@ -9,6 +9,7 @@ Ansible's own message.
 
 from __future__ import annotations
 
+import glob
 import json
 import sqlite3
 import subprocess
@@ -27,9 +28,18 @@ from tests.sshd_server import free_port
 pytestmark = [pytest.mark.ssh, pytest.mark.slow]
 
 
+def _oldest_python() -> str:
+    """Python 3.8 (the floor of the remote side, and of ansible-core 2.19's targets) when the
+    machine has one: h2's modules run under it; else this interpreter."""
+    found = sorted(glob.glob("/root/.pyenv/versions/3.8*/bin/python3.8")) + [
+        p for p in ("/usr/bin/python3.8", "/usr/local/bin/python3.8") if Path(p).exists()]
+    return found[0] if found else sys.executable
+
+
 @pytest.fixture(scope="module")
 def fleet(ansible_hosts: Hosts, kimi_model: Path, venv_full: Path, tmp_path_factory: pytest.TempPathFactory) -> Path:
-    """An INI inventory: h1 (a venv with one model), h2 (a venv), h3 (nothing listens there)."""
+    """An INI inventory: h1 (a venv with one model), h2 (a venv; Ansible's modules under Python 3.8),
+    h3 (nothing listens there)."""
     root = tmp_path_factory.mktemp("ansible-fleet")
     h1, h2 = ansible_hosts.servers
     venv_h1 = [{"path": str(venv_full), "requires": ["transformers>=4.0"], "imports": ["json", "no_such_module"],
@@ -38,7 +48,8 @@ def fleet(ansible_hosts: Hosts, kimi_model: Path, venv_full: Path, tmp_path_fact
     (root / "inv.ini").write_text(f"""\
 [gpu]
 h1 ansible_host={h1.address} ansible_port={h1.port} introspect_venvs='{json.dumps(venv_h1)}'
-h2 ansible_host={h2.address} ansible_port={h2.port} introspect_venvs='{json.dumps(venv_h2)}'
+h2 ansible_host={h2.address} ansible_port={h2.port} introspect_venvs='{json.dumps(venv_h2)}' \
+ansible_python_interpreter={_oldest_python()}
 h3 ansible_host=127.0.0.33 ansible_port={free_port("127.0.0.33")} introspect_venvs='{json.dumps(venv_h2)}'
 [gpu:vars]
 ansible_ssh_private_key_file={ansible_hosts.keys.key}

@@ -47,3 +47,17 @@ def test_hosts_ansible_could_not_serve_keep_ansibles_message(tmp_path: Path) -> 
 def test_a_tree_that_is_not_ansibles_output_is_a_clean_usage_error(tmp_path: Path) -> None:
     (tmp_path / "gpu01").write_text("not json")
     assert_clean_error(run_cli("profile", "--ansible-tree", str(tmp_path)), 2, "cannot read Ansible's result")
+
+
+def test_an_inventory_host_missing_from_the_tree_is_unreachable(tmp_path: Path) -> None:
+    tree = tmp_path / "tree"
+    tree.mkdir()
+    (tree / "gpu01").write_text(json.dumps(UNREACHABLE))
+    (tmp_path / "inv.ini").write_text("[gpu]\ngpu01\ngpu02\n[cpu]\ncpu01\n")
+    result = run_cli("health", "--ansible-tree", str(tree), "--inventory", str(tmp_path / "inv.ini"), "--tags",
+                     "gpu", "--db", str(tmp_path / "h.db"), "--json")
+    assert result.code == 1, result.stderr
+    hosts = {h["name"]: h for h in result.json()["hosts"]}
+    assert sorted(hosts) == ["gpu01", "gpu02"]  # --tags: the inventory's groups
+    assert not hosts["gpu02"]["reachable"]
+    assert f"no result for gpu02 in {tree}" in hosts["gpu02"]["checks"][0]["message"]
