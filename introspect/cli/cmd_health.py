@@ -61,8 +61,8 @@ STATUS_STYLE = {"pass": "green", "fail": "bold red", "warn": "yellow", "info": "
 
 
 @click.command("health")
-@click.option("--hosts", "hosts_file", type=click.Path(dir_okay=False),
-              help="Inventory file (default ./hosts.yaml when present).")
+@click.option("--hosts", "--inventory", "hosts_file", type=click.Path(dir_okay=False),
+              help="Inventory file (default ./hosts.yaml when present): hosts.yaml or an Ansible inventory.")
 @click.option("--only", multiple=True, metavar="NAME",
               help="Check only these hosts (repeat, or comma-separate).")
 @click.option("--tags", multiple=True, metavar="T", help="Check only hosts with one of these tags.")
@@ -90,26 +90,37 @@ STATUS_STYLE = {"pass": "green", "fail": "bold red", "warn": "yellow", "info": "
 @click.option("--timeout", type=click.FloatRange(min=0, min_open=True), default=None,
               help="Seconds for each remote check task, tokenizer loads included "
                    "(default: defaults.probe_timeout in the inventory, 120).")
+@click.option("--ansible-tree", type=click.Path(file_okay=False),
+              help="Check nothing: report the --tree DIR of an `introspect.models.venv_health` Ansible run "
+                   "(hosts and venvs from --inventory when given, else from the results).")
 def health(hosts_file: str | None, only: tuple[str, ...], tags: tuple[str, ...], parallel: int | None,
            as_json: bool, prom: str | None, db: str | None, known_hosts: str | None, accept_new: bool,
            ssh_config: str | None, connect_timeout: float | None, transport: str | None,
-           ssh_options: tuple[str, ...], control_persist: str | None, timeout: float | None) -> int:
+           ssh_options: tuple[str, ...], control_persist: str | None, timeout: float | None,
+           ansible_tree: str | None) -> int:
     """Check the venvs of every host in the inventory: packages, imports, tokenizers, disk, GPUs."""
-    inventory = load_inventory_for(hosts_file, required=True)
-    assert inventory is not None
-    hosts = _select(inventory, only, tags)
     _check_prom_path(prom)
-    flags = ConnectionFlags(host=None, port=None, user=None, identity=None, jump=None, known_hosts=known_hosts,
-                            accept_new=accept_new, ssh_config=ssh_config, connect_timeout=connect_timeout,
-                            hosts_file=hosts_file, transport=transport, ssh_options=ssh_options,
-                            control_persist=control_persist)
-    known = known_hosts_for(flags, inventory)  # parsed once, shared by every connection
+    if ansible_tree:
+        from introspect.client.ansible_runs import tree_hosts
+
+        inventory, hosts, factory = tree_hosts(ansible_tree, load_inventory_for(hosts_file) if hosts_file else None,
+                                               lambda inv: _select(inv, only, tags))
+    else:
+        named = load_inventory_for(hosts_file, required=True)
+        assert named is not None
+        inventory, hosts = named, _select(named, only, tags)
+        flags = ConnectionFlags(host=None, port=None, user=None, identity=None, jump=None,
+                                known_hosts=known_hosts, accept_new=accept_new, ssh_config=ssh_config,
+                                connect_timeout=connect_timeout, hosts_file=hosts_file, transport=transport,
+                                ssh_options=ssh_options, control_persist=control_persist)
+        known = known_hosts_for(flags, inventory)  # parsed once, shared by every connection
+        factory = _executor_factory(flags, inventory, known)
     options = HealthOptions(probe_timeout=timeout or inventory.defaults.probe_timeout)
     workers = parallel or inventory.defaults.parallel
+    argv = _argv(hosts_file, only, tags, workers, prom, db) + (["--ansible-tree", ansible_tree] if ansible_tree else [])
 
     with _open_store(db) as store, _progress(len(hosts)) as on_done:
-        run = check_and_record(hosts, _executor_factory(flags, inventory, known), store, parallel=workers,
-                               options=options, argv=_argv(hosts_file, only, tags, workers, prom, db),
+        run = check_and_record(hosts, factory, store, parallel=workers, options=options, argv=argv,
                                on_done=on_done)
     code = exit_code(all_results(run.reports))
     if as_json:

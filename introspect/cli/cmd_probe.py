@@ -143,13 +143,42 @@ def probe_fleet(request: ProbeRequest, flags: ConnectionFlags, only: tuple[str, 
 
 
 @click.command("profile")
-@click.argument("raw_file", type=click.Path(dir_okay=False, allow_dash=True))
+@click.argument("raw_file", type=click.Path(dir_okay=False, allow_dash=True), required=False)
 @click.option("--json", "as_json", is_flag=True, help="Print the profile as JSON on stdout.")
 @click.option("--output", "-o", type=click.Path(dir_okay=False), help="Also write the profile JSON here.")
-def profile_cmd(raw_file: str, as_json: bool, output: str | None) -> int:
-    """Rebuild a profile from saved raw facts (`probe --save-raw`), without any host."""
+@click.option("--ansible-tree", type=click.Path(file_okay=False),
+              help="Instead of RAW_FILE: the --tree DIR of an `introspect.models.model_facts` Ansible run; "
+                   "one profile per host, as `probe --all-hosts` makes them.")
+def profile_cmd(raw_file: str | None, as_json: bool, output: str | None, ansible_tree: str | None) -> int | Finished:
+    """Rebuild a profile from saved raw facts (`probe --save-raw`) or Ansible's results, without any host."""
+    if ansible_tree:
+        if raw_file:
+            raise UsageError("give RAW_FILE or --ansible-tree, not both", hint="drop one of them")
+        return _profiles_from_tree(ansible_tree, as_json=as_json, output=output)
+    if not raw_file:
+        raise UsageError("no raw facts given", hint="pass a file written by `introspect probe --save-raw`, "
+                         "or --ansible-tree DIR")
     raw = read_document(raw_file, RAW_SCHEMA, what="introspect raw facts",
                         hint="pass a file written by `introspect probe --save-raw`")
     profile = build_profile(raw)
     emit(profile, as_json=as_json, output=output)
     return exit_code(profile, raw)
+
+
+def _profiles_from_tree(directory: str, *, as_json: bool, output: str | None) -> Finished:
+    from introspect.cli.render import print_report
+    from introspect.client.ansible_runs import profiles_from_tree
+
+    document = profiles_from_tree(directory)
+    results = document["hosts"]
+    if output:
+        write_json(output, document)
+    if as_json:
+        click.echo(json.dumps(document, indent=2))
+    else:
+        for item in results:
+            click.echo(f"\n=== {item['host']} (exit {item['exit_code']}) ===")
+            print_report(item["profile"])
+    notices = tuple(Notice(f"{item['host']}: {item['error'].get('message')}", item["error"].get("hint"))
+                    for item in results if item["error"])
+    return Finished(max((int(item["exit_code"]) for item in results), default=0), notices)

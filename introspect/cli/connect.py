@@ -60,8 +60,10 @@ def connection_options(func: Callable[..., Any]) -> Callable[..., Any]:
                      help="Seconds to wait for the SSH banner after connecting (default 10)."),
         click.option("--auth-timeout", type=float, default=None,
                      help="Seconds for SSH authentication (default 15)."),
-        click.option("--hosts", "hosts_file", type=click.Path(dir_okay=False),
-                     help="Inventory file (default ./hosts.yaml when present) for --host entry names."),
+        click.option("--hosts", "--inventory", "hosts_file", type=click.Path(dir_okay=False),
+                     help="Inventory file (default ./hosts.yaml when present) for --host entry names: "
+                          "hosts.yaml, or an Ansible inventory (INI, YAML, `ansible-inventory --list` JSON, "
+                          "an executable inventory script)."),
     ]
     for option in reversed(options):
         func = option(func)
@@ -100,10 +102,10 @@ def load_inventory_for(flags_file: str | None, *, required: bool = False) -> Inv
         if required:
             raise UsageError("no inventory: pass --hosts FILE", hint="see hosts.yaml in the README")
         return None
-    from introspect.inventory import InventoryError, load_inventory
+    from introspect.inventory import InventoryError, load_inventory_file
 
     try:
-        return load_inventory(path)
+        return load_inventory_file(path)
     except InventoryError as exc:
         raise UsageError(str(exc), hint="fix the inventory file (see the README's hosts.yaml section)") from None
     except OSError as exc:

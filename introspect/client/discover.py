@@ -182,7 +182,7 @@ def _python_for(entry: HostEntry | None, venv: str | None, python_exe: str | Non
         return interpreter(python_exe, venv)
     if entry is not None and entry.venvs:
         return entry.venvs[0].python
-    return "python3"
+    return (entry.python if entry is not None else None) or "python3"
 
 
 def _roots_for(entry: HostEntry | None, roots: tuple[str, ...]) -> tuple[tuple[str, ...], tuple[str, ...]]:

@@ -169,6 +169,8 @@ def probe_model(request: ProbeRequest, executor: Executor, entry: HostEntry | No
     venv, python_exe, model = request.venv, request.python_exe, request.model
     if entry is not None and not venv and not python_exe and entry.venvs:
         venv = entry.venvs[0].path  # the entry's first venv is the natural default
+    if entry is not None and not venv and not python_exe:
+        python_exe = entry.python
     remote_code = not request.no_remote_code and (entry.remote_code if entry else True)
     if entry is not None and venv:
         remote_code = remote_code and all(v.remote_code for v in entry.venvs if v.path == venv)

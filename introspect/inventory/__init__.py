@@ -27,6 +27,14 @@ from __future__ import annotations
 from introspect.inventory.model import Defaults, HostEntry, Inventory, InventoryError, VenvEntry, venv_pip
 from introspect.inventory.schema import load_inventory, parse_inventory, select_hosts
 
+
+def load_inventory_file(path: str) -> Inventory:
+    """hosts.yaml or an Ansible inventory (INI, YAML, --list JSON, inventory script); see .loader."""
+    from introspect.inventory.loader import load_inventory_file as load
+
+    return load(path)
+
+
 __all__ = [
     "Defaults",
     "HostEntry",
@@ -34,6 +42,7 @@ __all__ = [
     "InventoryError",
     "VenvEntry",
     "load_inventory",
+    "load_inventory_file",
     "parse_inventory",
     "select_hosts",
     "venv_pip",

@@ -26,11 +26,11 @@ class MarkedSeq(list):
     item_lines: list[int]
 
 
-class _Loader(yaml.SafeLoader):
+class MarkedLoader(yaml.SafeLoader):
     source = "<string>"
 
 
-def _construct_map(loader: _Loader, node: yaml.MappingNode) -> MarkedMap:
+def _construct_map(loader: MarkedLoader, node: yaml.MappingNode) -> MarkedMap:
     # Duplicates are checked on the raw node before merge keys (<<) are flattened:
     # an explicit key overriding a merged one is legal YAML, a repeated key is not.
     # Plain yaml.safe_load keeps the last duplicate silently.
@@ -61,19 +61,19 @@ def _construct_map(loader: _Loader, node: yaml.MappingNode) -> MarkedMap:
     return out
 
 
-def _construct_seq(loader: _Loader, node: yaml.SequenceNode) -> MarkedSeq:
+def _construct_seq(loader: MarkedLoader, node: yaml.SequenceNode) -> MarkedSeq:
     out = MarkedSeq(loader.construct_object(child, deep=True) for child in node.value)
     out.line = node.start_mark.line + 1
     out.item_lines = [child.start_mark.line + 1 for child in node.value]
     return out
 
 
-_Loader.add_constructor("tag:yaml.org,2002:map", _construct_map)
-_Loader.add_constructor("tag:yaml.org,2002:seq", _construct_seq)
+MarkedLoader.add_constructor("tag:yaml.org,2002:map", _construct_map)
+MarkedLoader.add_constructor("tag:yaml.org,2002:seq", _construct_seq)
 
 
-def load_marked_yaml(text: str, source: str) -> Any:
-    loader = _Loader(text)
+def load_marked_yaml(text: str, source: str, loader_class: type[MarkedLoader] | None = None) -> Any:
+    loader = (loader_class or MarkedLoader)(text)
     loader.source = source
     try:
         return loader.get_single_data()

@@ -77,6 +77,7 @@ class HostEntry:
     remote_code: bool = True
     roots: tuple[str, ...] = ()
     passphrase_env: str | None = None
+    python: str | None = None  # interpreter for probes outside any venv (Ansible's ansible_python_interpreter)
     line: int = field(default=0, compare=False)  # where the entry starts, for later messages
 
 

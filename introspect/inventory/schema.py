@@ -24,7 +24,7 @@ _TOP_KEYS = ("defaults", "hosts")
 _DEFAULT_KEYS = ("user", "port", "identity", "passphrase_env", "connect_timeout", "parallel",
                  "known_hosts", "remote_code", "probe_timeout")
 _HOST_KEYS = ("name", "address", "url", "port", "user", "identity", "passphrase_env", "jump", "tags",
-              "remote_code", "roots", "venvs")
+              "remote_code", "roots", "venvs", "python")
 _VENV_KEYS = ("path", "requires", "imports", "models", "remote_code", "min_free_gb")
 
 
@@ -98,14 +98,21 @@ def _parse_host(c: Checker, name: str, raw: Any, line: int, key: str, defaults: 
         venvs=tuple(venvs),
         remote_code=remote_code,
         roots=c.get(m, "roots", key, lambda v, ln, k: c.str_list(v, ln, k, c.remote_path), ()),
+        python=c.get(m, "python", key, c.remote_path),
         line=line,
     )
 
 
 def parse_inventory(text: str, source: str = "<string>") -> Inventory:
     """Validate inventory text; ``source`` is the file name used in messages."""
-    c = Checker(source)
-    data = load_marked_yaml(text, source)
+    return parse_inventory_data(load_marked_yaml(text, source), source)
+
+
+def parse_inventory_data(data: Any, source: str, checker: Checker | None = None) -> Inventory:
+    """Validate an inventory already read into marked mappings (hosts.yaml, or an Ansible
+    inventory translated to the same shape with the lines of its own files; its
+    ``checker`` then names the file each value came from)."""
+    c = checker or Checker(source)
     if data is None:
         c.fail(None, "", "the inventory is empty; it needs at least a `hosts:` mapping")
     top = c.mapping(data, 1, "", _TOP_KEYS)

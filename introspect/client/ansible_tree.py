@@ -1,0 +1,153 @@
+"""Results of the ``introspect.models`` Ansible collection, read back as if introspect had run them.
+
+``ansible HOSTS -m introspect.models.venv_health ... --tree DIR`` (or a playbook with the
+``ansible.builtin.tree`` callback) leaves one JSON file per host in ``DIR``: the module's
+result, whose ``ansible_facts`` hold one record per remote task (request, framed reply,
+exit status, stderr tail), or Ansible's own ``unreachable``/``failed`` and ``msg``.
+
+:class:`AnsibleResultExecutor` is an executor over one such file: ``connect()`` fails as
+an unreachable host does, ``run_python()`` answers each task from its record through the
+base class's own reply interpretation. So ``probe`` and ``health`` code runs unchanged on
+Ansible's results, and the profiles, health reports, history rows and Prometheus output
+are the ones a native run makes.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from introspect.errors import ConnectError, InputError, InterpreterError, RemoteError
+from introspect.remote.contract import BEGIN, END
+from introspect.transport.base import (
+    INTERPRETER_HINT,
+    ExecResult,
+    Executor,
+    ProbeReply,
+    RemoteProcess,
+    Target,
+)
+
+MAX_RESULT_BYTES = 256 * 1024 * 1024  # one host's result; a model's facts are a few MiB at most
+FACTS_SCHEMA = "introspect.ansible-facts/v1"
+_MODULES = {"introspect_model": "model_facts", "introspect_health": "venv_health",
+            "introspect_models": "discover_models"}
+_HINT = "pass the directory written by `ansible ... -m introspect.models.<module> --tree DIR`"
+
+
+@dataclass(frozen=True)
+class HostResult:
+    """One host's file of the tree."""
+
+    name: str
+    path: str
+    result: dict[str, Any]
+
+    @property
+    def unreachable(self) -> bool:
+        return bool(self.result.get("unreachable"))
+
+    @property
+    def failed(self) -> bool:
+        return bool(self.result.get("failed"))
+
+    @property
+    def message(self) -> str:
+        msg = self.result.get("msg") or self.result.get("module_stderr") or "no message"
+        return " ".join(str(msg).split())[:500]
+
+    def facts(self, key: str) -> dict[str, Any] | None:
+        facts = (self.result.get("ansible_facts") or {}).get(key)
+        return facts if isinstance(facts, dict) and facts.get("schema") == FACTS_SCHEMA else None
+
+
+def read_tree(directory: str) -> list[HostResult]:
+    """Every host's result in ``directory`` (file name = inventory host name), sorted by name."""
+    root = Path(directory).expanduser()
+    if not root.is_dir():
+        raise InputError(f"--ansible-tree {directory}: not a directory", hint=_HINT)
+    results = []
+    for path in sorted(p for p in root.iterdir() if p.is_file() and not p.name.startswith(".")):
+        try:
+            if path.stat().st_size > MAX_RESULT_BYTES:
+                raise InputError(f"{path}: above the {MAX_RESULT_BYTES}-byte cap for one host's result", hint=_HINT)
+            data = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, UnicodeDecodeError, ValueError) as exc:
+            raise InputError(f"cannot read Ansible's result {path}: {exc}", hint=_HINT) from None
+        if not isinstance(data, dict):
+            raise InputError(f"{path} is not an Ansible task result (a JSON object)", hint=_HINT)
+        results.append(HostResult(path.name, str(path), data))
+    if not results:
+        raise InputError(f"--ansible-tree {directory} holds no host results", hint=_HINT)
+    return results
+
+
+class AnsibleResultExecutor(Executor):
+    """Answers remote tasks from one host's Ansible result instead of running them."""
+
+    def __init__(self, host: HostResult, facts_key: str) -> None:
+        super().__init__(Target("ansible", host=host.name, label=host.name))
+        self.host = host
+        self.facts_key = facts_key
+
+    @classmethod
+    def from_settings(cls, settings: Any) -> AnsibleResultExecutor:  # pragma: no cover - never in the registry
+        raise NotImplementedError("built from an Ansible result, not from connection settings")
+
+    def _spawn(self, argv: list[str]) -> RemoteProcess:  # pragma: no cover - nothing is ever spawned
+        raise NotImplementedError("an Ansible result runs nothing")
+
+    def connect(self) -> None:
+        """Fails as the host failed in Ansible: unreachable, or the module itself failed (no facts)."""
+        if self.host.unreachable:
+            raise ConnectError(f"Ansible: unreachable: {self.host.message}",
+                               hint=f"check that `ansible {self.host.name} -m ansible.builtin.ping` works",
+                               host=self.host.name, stage="ansible")
+        if self.host.failed:
+            raise RemoteError(f"Ansible: the module failed: {self.host.message}",
+                              hint=f"rerun the introspect.models module on {self.host.name} and read Ansible's "
+                                   "own output (-vvv)", host=self.host.name, stage="ansible")
+
+    def run_python(self, python: str, task: str, request: dict[str, Any], *, timeout: float,
+                   isolate: bool = False) -> ProbeReply:
+        self.connect()
+        facts = self.host.facts(self.facts_key)
+        if facts is None:
+            raise RemoteError(f"no {self.facts_key} facts in Ansible's result {self.host.path}",
+                              hint=f"run introspect.models.{_MODULES[self.facts_key]} for this report",
+                              host=self.host.name, stage=task)
+        record = _find(facts.get("calls") or [], python, task, request)
+        if record is None:
+            model = f" for {request['model_path']}" if request.get("model_path") else ""
+            raise RemoteError(f"the Ansible run has no {task} result under {python}{model}",
+                              hint="run the module with the same venvs and models as the inventory lists",
+                              host=self.host.name, stage=task)
+        spawn_error = record.get("spawn_error")
+        if spawn_error:
+            raise InterpreterError(f"cannot run {python}: {spawn_error.get('message')}", hint=INTERPRETER_HINT,
+                                   host=self.host.name, stage="python")
+        return self._interpret(python, task, _exec_result(record), float(record.get("timeout") or timeout))
+
+
+def _find(calls: list[Any], python: str, task: str, request: dict[str, Any]) -> dict[str, Any] | None:
+    for record in calls:
+        if not isinstance(record, dict) or record.get("task") != task or record.get("python") != python:
+            continue
+        asked = record.get("request") or {}
+        if "model_path" in request and asked.get("model_path") != request["model_path"]:
+            continue
+        return record
+    return None
+
+
+def _exec_result(record: dict[str, Any]) -> ExecResult:
+    """The record as the base executor sees a finished process (its frame back on stdout)."""
+    reply = record.get("reply")
+    stdout = str(record.get("stdout_tail") or "").encode("utf-8")
+    if isinstance(reply, dict):
+        stdout += BEGIN + json.dumps(reply).encode("utf-8") + END
+    return ExecResult(stdout=stdout, stderr=str(record.get("stderr_tail") or "").encode("utf-8"),
+                      exit_status=record.get("exit_status"), timed_out=bool(record.get("timed_out")),
+                      seconds=float(record.get("seconds") or 0.0))
