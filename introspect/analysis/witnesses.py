@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from introspect.analysis.findings import Finding, Severity
+from introspect.analysis.findings import Finding, Severity, pip_fix
 from introspect.analysis.kinds import SLIDING
 from introspect.analysis.mixers import RECURRENT_KINDS
 from introspect.analysis.moe import SPARSE
@@ -39,7 +39,7 @@ WHY_ACTIVE = {
     "config": "estimated from config.json by the family's rules",
 }
 # Causes of a failed build that say "this witness cannot speak here" rather than "something is wrong".
-QUIET_CAUSES = {"missing-package", "remote-code-refused"}
+QUIET_CAUSES = {"missing-package", "remote-code-refused", "unknown-architecture"}
 
 
 def model_code_witness(raw: dict[str, Any]) -> dict[str, Any] | None:
@@ -80,6 +80,8 @@ def apply_witnesses(arch: dict[str, Any], raw: dict[str, Any]) -> list[Finding]:
     params = arch.get("params")
     if isinstance(params, dict):
         findings += _settle_params(params, code)
+        if "model_code" in (params.get("source"), params.get("active_source")):
+            _resummarise(arch, params)
     layers = arch.get("layers")
     if isinstance(layers, dict):
         findings += _settle_layers(layers, arch, raw, code)
@@ -108,6 +110,18 @@ def _settle_params(params: dict[str, Any], code: dict[str, Any] | None) -> list[
                      "active": WHY_ACTIVE.get(str(active_source))}
     with_components = dict(config, components=as_dict(params.get("breakdown"))) if config else None
     return _params_disagreements(with_components, built, weights)
+
+
+def _resummarise(arch: dict[str, Any], params: dict[str, Any]) -> None:
+    """The plain-words size line with the settled numbers (the rules' summary quoted the estimate)."""
+    summary = arch.get("summary")
+    if not isinstance(summary, dict):
+        return
+    source = str(params.get("source"))
+    if params.get("active_source") != source:
+        source += f", active: {params.get('active_source')}"
+    summary["size"] = (f"{arch.get('num_layers')} layers; {human(params.get('total'))} parameters total, "
+                       f"{human(params.get('active'))} active per token (source: {source})")
 
 
 def _params_disagreements(config: dict[str, Any] | None, code: dict[str, Any] | None,
@@ -154,11 +168,13 @@ def _status_findings(code: dict[str, Any] | None, raw: dict[str, Any]) -> list[F
     if code is None or code.get("status") != "failed" or code.get("cause") == "timeout":
         return []  # a timeout is already an error finding (probe-timeout)
     target = as_dict(raw.get("target"))
-    where = target.get("venv") or target.get("python") or "the target Python"
     if code.get("cause") in QUIET_CAUSES:
         missing = ", ".join(code.get("missing_packages") or [])
-        fix = (f"install {missing} in {where} for the model-code witness, or pass --no-model-code" if missing
-               else "allow the model's own code (drop --no-remote-code) for the model-code witness")
+        fix = (f"{pip_fix(target, code['missing_packages'][0])} (for the model-code witness), "
+               "or pass --no-model-code" if missing
+               else "allow the model's own code (drop --no-remote-code) for the model-code witness"
+               if code.get("cause") == "remote-code-refused"
+               else "upgrade transformers in the venv if this family is newer than it, or pass --no-model-code")
         return [Finding(Severity.INFO, "model-code-unavailable",
                         f"model-code witness not run: {code.get('reason')}", fix)]
     return [Finding(Severity.WARNING, "model-code-failed",

@@ -31,12 +31,16 @@ AUDIO_RE = re.compile(r"audio|speech|whisper|encodec", re.IGNORECASE)
 MTP_RE = re.compile(r"(^|\.)(mtp|nextn|mtp_layers|mtp_block)s?(\.|$)", re.IGNORECASE)
 HEAD_NAMES = ("lm_head", "output", "embed_out", "lm_heads")
 NORM_RE = re.compile(r"norm", re.IGNORECASE)
-# Mixer classes that keep a recurrent state rather than a KV cache.
-RECURRENT_RE = re.compile(r"mamba|ssm|deltanet|delta_net|gdn|kda|rwkv|linearattention|linear_attention|lightning"
-                          r"|recurrent|retention|hyena|timemix|time_mix|shortconv|griffin|xlstm", re.IGNORECASE)
+# Mixers that keep a recurrent state rather than a KV cache: told by their own tensors first (the
+# SSM / delta-rule decay ``A_log`` and ``dt_bias``, RWKV's ``time_decay``, a causal ``conv1d``), then
+# by class names. Names alone mislead: Kimi-Linear's full MLA layer is ``KimiLinearAttention``.
+RECURRENT_TENSORS = ("A_log", "dt_bias", "time_decay", "time_first", "time_faaaa", "conv1d")
+RECURRENT_RE = re.compile(r"mamba|ssm|deltanet|delta_net|deltaattention|gdn|kda|rwkv|lightning|recurrent|retention"
+                          r"|hyena|timemix|time_mix|shortconv|griffin|xlstm", re.IGNORECASE)
 MIXER_ATTRS = ("self_attn", "attention", "attn", "self_attention", "mixer", "linear_attn", "mamba", "time_mixer",
                "temporal_block", "conv", "token_mixer", "attn_layer", "mamba_layer", "feed_forward_attn")
-FFN_ATTRS = ("mlp", "feed_forward", "ffn", "block_sparse_moe", "moe", "channel_mixer", "feedforward", "mlp_layer")
+FFN_ATTRS = ("mlp", "feed_forward", "ffn", "block_sparse_moe", "moe", "channel_mixer", "feedforward", "mlp_layer",
+             "intermediate", "output", "fc1", "fc2", "fc_in", "fc_out", "c_fc", "dense_h_to_4h", "dense_4h_to_h")
 SHARED_RE = re.compile(r"shared_expert|shared_mlp|shared_experts|shared_expert_gate|shared_ffn", re.IGNORECASE)
 EXPERTS_RE = re.compile(r"(^|\.)experts(\.|$)")
 ROUTER_RE = re.compile(r"(^|\.)(gate|router|routers|gate_proj_router)(\.|$)")
@@ -45,18 +49,44 @@ COMPONENTS = ("embedding", "attention", "recurrent", "experts_routed", "experts_
 
 
 def decoder_layers(model: Any, num_layers: Optional[int]) -> Tuple[Optional[str], List[Any]]:
-    """(dotted path, modules) of the decoder-layer list: the longest ModuleList outside vision/audio
-    whose length is at least ``num_layers`` (when known)."""
-    best: Tuple[Optional[str], List[Any]] = (None, [])
+    """(dotted path, modules) of the decoder-layer list outside vision/audio towers: one of exactly
+    ``num_layers`` blocks first, else the shallowest list of at least that many (MTP layers stored
+    after the decoder layers); the shallowest list of blocks when the count is unknown."""
+    candidates = []
     for name, module in model.named_modules():
         if type(module).__name__ != "ModuleList" or _multimodal(name):
             continue
         children = list(module)
-        if num_layers and len(children) < num_layers:
+        if not children or (num_layers and len(children) < num_layers) or not all(_is_block(c) for c in children):
             continue
-        if len(children) > len(best[1]) and children and all(_is_block(c) for c in children):
-            best = (name, children)
-    return best
+        exact = bool(num_layers) and len(children) == num_layers
+        candidates.append((not exact, name.count("."), -len(children), name, children))
+    if not candidates:
+        return None, []
+    best = min(candidates, key=lambda c: c[:3])
+    return best[3], best[4]
+
+
+def mixer_kind(module: Any) -> str:
+    """"recurrent" for a mixer that keeps a state instead of a KV cache, else "attention"."""
+    for name, _ in module.named_parameters():
+        if name.split(".")[-1] in RECURRENT_TENSORS or name.split(".")[0] in RECURRENT_TENSORS:
+            return "recurrent"
+    for name, _ in module.named_modules():
+        if name.split(".")[-1] in RECURRENT_TENSORS:
+            return "recurrent"
+    return "recurrent" if RECURRENT_RE.search(type(module).__name__) else "attention"
+
+
+def _mixer_kinds(layers: List[Any]) -> Dict[str, str]:
+    """Class name -> mixer kind, for every direct child of the decoder layers (one check per class)."""
+    kinds: Dict[str, str] = {}
+    for layer in layers:
+        for _, child in layer.named_children():
+            name = type(child).__name__
+            if name not in kinds:
+                kinds[name] = mixer_kind(child)
+    return kinds
 
 
 def _is_block(module: Any) -> bool:
@@ -68,42 +98,45 @@ def _multimodal(name: str) -> bool:
     return bool(VISION_RE.search(name) or AUDIO_RE.search(name))
 
 
+_INDEX_RE = re.compile(r"(?<=\.)\d+(?=\.)")
+
+
 def count_components(model: Any, num_layers: Optional[int]) -> Dict[str, Any]:
     """``{parameters, buffers, total, components, layers_path, per_layer}`` of a built model."""
     path, layers = decoder_layers(model, num_layers)
     prefix = path + "." if path else None
-    classes = _module_classes(model)
-    components = dict.fromkeys(COMPONENTS, 0)
-    per_layer: Dict[int, Dict[str, int]] = {}
-    params = buffers = 0
-    for name, numel, is_buffer in _tensors(model):
-        component, layer = _classify(name, classes, prefix, num_layers)
-        components[component] += numel
-        if layer is not None:
-            per_layer.setdefault(layer, {})
-            per_layer[layer][component] = per_layer[layer].get(component, 0) + numel
-        if is_buffer:
-            buffers += numel
-        else:
-            params += numel
-    return {"parameters": params, "buffers": buffers, "total": params + buffers,
-            "components": {k: v for k, v in components.items() if v},
-            "layers_path": path, "layers_found": len(layers), "per_layer": per_layer}
-
-
-def _tensors(model: Any) -> Iterator[Tuple[str, int, bool]]:
-    for name, tensor in model.named_parameters():
-        yield name, int(tensor.numel()), False
-    for module_name, module in model.named_modules():
+    classes: Dict[str, str] = {}
+    buffers_found: List[Tuple[str, int]] = []
+    for module_name, module in model.named_modules():  # one walk: classes and persistent buffers
+        classes[module_name] = type(module).__name__
         skip = getattr(module, "_non_persistent_buffers_set", set())
         for buffer_name, tensor in module.named_buffers(recurse=False):
-            if tensor is None or buffer_name in skip or not tensor.is_floating_point():
-                continue
-            yield (module_name + "." if module_name else "") + buffer_name, int(tensor.numel()), True
-
-
-def _module_classes(model: Any) -> Dict[str, str]:
-    return {name: type(module).__name__ for name, module in model.named_modules()}
+            if tensor is not None and buffer_name not in skip and tensor.is_floating_point():
+                buffers_found.append(((module_name + "." if module_name else "") + buffer_name, int(tensor.numel())))
+    components = dict.fromkeys(COMPONENTS, 0)
+    per_layer: Dict[int, Dict[str, int]] = {}
+    in_layer_cache: Dict[str, str] = {}  # a tensor's path inside its layer, numbers as "#" -> component
+    kinds = _mixer_kinds(layers)
+    totals = [0, 0]
+    tensors = [(n, int(t.numel()), 0) for n, t in model.named_parameters()] + [(n, c, 1) for n, c in buffers_found]
+    for name, numel, is_buffer in tensors:
+        totals[is_buffer] += numel
+        layer = None
+        if prefix and name.startswith(prefix) and name[len(prefix):].split(".")[0].isdigit():
+            index_text, _, rest = name[len(prefix):].partition(".")
+            layer = int(index_text)
+            key = _INDEX_RE.sub("#", rest)
+            if key not in in_layer_cache:
+                in_layer_cache[key] = _in_layer(rest, _owners(name, classes)[len(prefix.split(".")):], kinds)
+            component = "mtp" if num_layers and layer >= num_layers else in_layer_cache[key]
+            per_layer.setdefault(layer, {})
+            per_layer[layer][component] = per_layer[layer].get(component, 0) + numel
+        else:
+            component = _outside_layers(name, _owners(name, classes))
+        components[component] += numel
+    return {"parameters": totals[0], "buffers": totals[1], "total": totals[0] + totals[1],
+            "components": {k: v for k, v in components.items() if v},
+            "layers_path": path, "layers_found": len(layers), "per_layer": per_layer}
 
 
 def _owners(name: str, classes: Dict[str, str]) -> List[str]:
@@ -112,32 +145,23 @@ def _owners(name: str, classes: Dict[str, str]) -> List[str]:
     return [classes.get(".".join(parts[:i]), "") for i in range(1, len(parts) + 1)]
 
 
-def _classify(name: str, classes: Dict[str, str], prefix: Optional[str],
-              num_layers: Optional[int]) -> Tuple[str, Optional[int]]:
-    owners = _owners(name, classes)
+def _outside_layers(name: str, owners: List[str]) -> str:
     if _multimodal(name) or any(_multimodal(c) for c in owners):
-        return ("audio" if AUDIO_RE.search(name + " ".join(owners)) else "vision"), None
+        return "audio" if AUDIO_RE.search(name + " ".join(owners)) else "vision"
     if MTP_RE.search(name):
-        return "mtp", None
-    if prefix and name.startswith(prefix):
-        index_text, _, rest = name[len(prefix):].partition(".")
-        index = int(index_text) if index_text.isdigit() else None
-        if index is not None and num_layers and index >= num_layers:
-            return "mtp", index
-        layer_owners = owners[len(prefix.split(".")) :]
-        return _in_layer(rest, layer_owners), index
+        return "mtp"
     last_module = name.rsplit(".", 2)[-2] if name.count(".") else ""
     if last_module in HEAD_NAMES or name.split(".")[0] in HEAD_NAMES:
-        return "lm_head", None
+        return "lm_head"
     owner = owners[-1] if owners else ""
     if owner == "Embedding" or "embed" in name.lower() or re.search(r"(^|\.)(wte|wpe)(\.|$)", name):
-        return "embedding", None
+        return "embedding"
     if NORM_RE.search(owner) or NORM_RE.search(name):
-        return "final_norm", None
-    return "other", None
+        return "final_norm"
+    return "other"
 
 
-def _in_layer(rest: str, owners: List[str]) -> str:
+def _in_layer(rest: str, owners: List[str], kinds: Dict[str, str]) -> str:
     """One tensor of a decoder layer, by its path inside the layer."""
     top = rest.split(".")[0]
     top_class = owners[0] if owners else ""
@@ -152,7 +176,7 @@ def _in_layer(rest: str, owners: List[str]) -> str:
     if NORM_RE.search(top_class) or (NORM_RE.search(top) and top not in MIXER_ATTRS):
         return "norms"
     if top in MIXER_ATTRS or re.search(r"attention|attn|mixer|mamba|deltanet|rwkv|conv", top_class, re.IGNORECASE):
-        return "recurrent" if RECURRENT_RE.search(top_class) or RECURRENT_RE.search(top) else "attention"
+        return kinds.get(top_class, "attention")
     return "other"
 
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 import re
 from typing import Any, Dict, List, Optional
 
-from .model_code_count import FFN_ATTRS, MIXER_ATTRS, RECURRENT_RE
+from .model_code_count import FFN_ATTRS, MIXER_ATTRS, mixer_kind
 
 MIXER_CLASS_RE = re.compile(r"attention|attn|mixer|mamba|deltanet|rwkv|ssm|retention|conv", re.IGNORECASE)
 # Attributes the families' code sets per layer on the mixer or on the layer.
@@ -64,11 +64,6 @@ def _mixers(layer: Any) -> List[Any]:
     return [m for _, m in layer.named_children() if MIXER_CLASS_RE.search(type(m).__name__)][:1]
 
 
-def mixer_kind(class_name: str) -> str:
-    """"recurrent" for mixers that keep a state instead of a KV cache, else "attention"."""
-    return "recurrent" if RECURRENT_RE.search(class_name) else "attention"
-
-
 def describe_layer(layer: Any) -> Dict[str, Any]:
     mixers = _mixers(layer)
     ffn = _child(layer, FFN_ATTRS)
@@ -83,7 +78,7 @@ def describe_layer(layer: Any) -> Dict[str, Any]:
                 continue
     return {"class": type(layer).__name__,
             "mixer": "+".join(type(m).__name__ for m in mixers) or None,
-            "mixer_kinds": [mixer_kind(type(m).__name__) for m in mixers],
+            "mixer_kinds": [mixer_kind(m) for m in mixers],
             "ffn": type(ffn[0]).__name__ if ffn else None,
             "attrs": attrs}
 

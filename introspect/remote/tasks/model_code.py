@@ -35,9 +35,10 @@ Result::
 
 from __future__ import annotations
 
+import contextlib
 import re
 import time
-from typing import Any, Callable, Dict, List, Optional, Tuple
+from typing import Any, Callable, Dict, Iterator, List, Optional, Tuple
 
 from ..facts.model_code_count import count_components, decoder_layers, one_expert
 from ..facts.model_code_layers import config_attrs, experts_per_token, layer_runs, text_config
@@ -49,15 +50,24 @@ from ..readers import json_safe
 DEFAULT_MODEL_CODE_TIMEOUT = 180.0
 # Auto classes tried in turn: causal LMs, then VLM wrappers, then the bare backbone.
 AUTO_CLASSES = ("AutoModelForCausalLM", "AutoModelForImageTextToText", "AutoModel")
+_INIT_FUNCTIONS = ("uniform_", "normal_", "constant_", "ones_", "zeros_", "eye_", "dirac_", "xavier_uniform_",
+                   "xavier_normal_", "kaiming_uniform_", "kaiming_normal_", "trunc_normal_", "orthogonal_",
+                   "sparse_")
 # Code that only runs on a GPU says so in a few ways (flash-attn, triton, CUDA builds of torch).
 _CUDA_RE = re.compile(r"CUDA|cuda|flash_attn|flash-attn|triton|nvcc|Torch not compiled with CUDA|NVIDIA")
 
 
 def run(request: Dict[str, Any]) -> Dict[str, Any]:
     """Build and count; see the module docstring."""
+    return build_and_count(request)[0]
+
+
+def build_and_count(request: Dict[str, Any]) -> Tuple[Dict[str, Any], Any]:
+    """(the task's result, the meta model or None): the model for callers that check the counts."""
     result = _empty_result()
+    holder: Dict[str, Any] = {}
     try:
-        _run(request, result)
+        _run(request, result, holder)
     except BaseException as exc:  # noqa: BLE001 - the report must always come back
         if isinstance(exc, KeyboardInterrupt):
             raise
@@ -65,7 +75,7 @@ def run(request: Dict[str, Any]) -> Dict[str, Any]:
             result["error"] = _error(exc, "count")
     result["peak_rss_kib"] = _peak_rss()
     out = json_safe(result)
-    return out if isinstance(out, dict) else result
+    return (out if isinstance(out, dict) else result), holder.get("model")
 
 
 def _empty_result() -> Dict[str, Any]:
@@ -77,7 +87,9 @@ def _empty_result() -> Dict[str, Any]:
 def _error(exc: BaseException, stage: str) -> Dict[str, Any]:
     error: Dict[str, Any] = dict(classify_error(exc))
     error["stage"] = stage
-    if error["cause"] in ("exception", "incompatible-code") and _CUDA_RE.search(error["message"]):
+    if "does not recognize this architecture" in error["message"] or "Unrecognized model" in error["message"]:
+        error["cause"], error["missing_packages"] = "unknown-architecture", []
+    elif error["cause"] in ("exception", "incompatible-code") and _CUDA_RE.search(error["message"]):
         error["cause"] = "cuda-only"
     return error
 
@@ -96,7 +108,7 @@ def _step(result: Dict[str, Any], stage: str, step: Callable[[], Any]) -> Tuple[
         result["seconds"][stage] = round(time.monotonic() - started, 3)
 
 
-def _run(request: Dict[str, Any], result: Dict[str, Any]) -> None:
+def _run(request: Dict[str, Any], result: Dict[str, Any], holder: Dict[str, Any]) -> None:
     path = str(request["model_path"])
     trust = bool(request.get("trust_remote_code", False))
     ok, libs = _step(result, "import", _import_libraries)
@@ -115,6 +127,7 @@ def _run(request: Dict[str, Any], result: Dict[str, Any]) -> None:
     if not ok:
         return
     model, auto_name = built
+    holder["model"] = model
     result.update({"built": True, "class": type(model).__name__, "module": type(model).__module__,
                    "built_with": auto_name, "remote_code": type(model).__module__.startswith("transformers_modules")})
     _step(result, "count", lambda: _describe(model, text, result))
@@ -137,7 +150,7 @@ def _build(torch: Any, transformers: Any, config: Any, trust: bool,
         if auto is None:
             continue
         try:
-            with torch.device("meta"):
+            with torch.device("meta"), _no_init(torch):
                 return _from_config(auto, candidate, trust), auto_name + ("" if candidate is config else "(text)")
         except (ValueError, KeyError, TypeError) as exc:  # this Auto class does not map this config
             attempts.append({"with": auto_name, "type": type(exc).__name__, "message": short(str(exc), 300)})
@@ -145,8 +158,31 @@ def _build(torch: Any, transformers: Any, config: Any, trust: bool,
     raise last if last is not None else RuntimeError("no Auto class of transformers takes this config")
 
 
+@contextlib.contextmanager
+def _no_init(torch: Any) -> Iterator[None]:
+    """torch.nn.init's fills as no-ops: meta tensors hold no values, and 23k expert Linears
+    (Kimi-K2's code keeps experts in a ModuleList) would otherwise each run kaiming_uniform_."""
+    init = torch.nn.init
+    saved = {name: getattr(init, name) for name in _INIT_FUNCTIONS if hasattr(init, name)}
+    try:
+        for name in saved:
+            setattr(init, name, _keep)
+        yield
+    finally:
+        for name, function in saved.items():
+            setattr(init, name, function)
+
+
+def _keep(tensor: Any, *_args: Any, **_kwargs: Any) -> Any:
+    return tensor
+
+
 def _candidates(config: Any) -> List[Tuple[Any, str]]:
-    out = [(config, name) for name in AUTO_CLASSES]
+    names = list(AUTO_CLASSES)
+    if getattr(config, "vision_config", None) is not None:
+        # A VLM's causal-LM mapping may be its text model alone; the stored model has the tower.
+        names.insert(0, names.pop(names.index("AutoModelForImageTextToText")))
+    out = [(config, name) for name in names]
     text = text_config(config)
     if text is not config:
         out.append((text, "AutoModelForCausalLM"))
@@ -170,14 +206,14 @@ def _describe(model: Any, text: Any, result: Dict[str, Any]) -> None:
     per_layer = counts.pop("per_layer")
     experts = one_expert(main_layers, per_layer)
     k = experts_per_token(text)
-    counts.update(_active(model, counts, experts, k, bool(getattr(text, "tie_word_embeddings", False))))
+    counts.update(_active(model, counts, experts, k))
     result["params"] = counts
     result["layers"] = {"path": path, "count": len(main_layers), "runs": layer_runs(main_layers),
                         "extra": len(layers) - len(main_layers)}
 
 
-def _active(model: Any, counts: Dict[str, Any], experts: Dict[int, Tuple[int, int]], k: Optional[int],
-            tied: bool) -> Dict[str, Any]:
+def _active(model: Any, counts: Dict[str, Any], experts: Dict[int, Tuple[int, int]],
+            k: Optional[int]) -> Dict[str, Any]:
     """Active parameters per token: everything a text token multiplies by (the head, also when
     tied; not the embedding lookup, the vision tower or MTP layers), with ``k`` routed experts
     of each MoE layer instead of all of them."""
@@ -190,8 +226,8 @@ def _active(model: Any, counts: Dict[str, Any], experts: Dict[int, Tuple[int, in
         active += routed_active
     elif parts.get("experts_routed"):
         active = None  # routed experts without a known top-k: no honest number
-    if active is not None and not parts.get("lm_head") and tied:
-        active += _embedding_rows(model)
+    if active is not None and _head_is_embedding(model):
+        active += int(model.get_input_embeddings().weight.numel())  # the tied head multiplies every token
     counts_one = sorted({one for _, one in experts.values()})
     return {"active": active, "experts_per_token": k, "moe_layers": len(experts),
             "routed_experts": sorted({count for count, _ in experts.values()}),
@@ -199,11 +235,13 @@ def _active(model: Any, counts: Dict[str, Any], experts: Dict[int, Tuple[int, in
             "routed_active": routed_active}
 
 
-def _embedding_rows(model: Any) -> int:
+def _head_is_embedding(model: Any) -> bool:
+    """Whether the output head's weight is the input embedding's (tied, so counted there once)."""
     try:
-        return int(model.get_input_embeddings().weight.numel())
-    except Exception:  # noqa: BLE001 - no standard input embedding: the head is not counted twice
-        return 0
+        head = model.get_output_embeddings()
+        return head is not None and head.weight is model.get_input_embeddings().weight
+    except Exception:  # noqa: BLE001 - no standard embeddings: nothing to add
+        return False
 
 
 def _peak_rss() -> Optional[int]:
