@@ -1,6 +1,6 @@
 """Run inside the torch test venv: build every model dir on stdin on the meta device, in one process.
 
-Input (stdin, JSON): ``{"cases": [{"name", "dir"}], "trust_remote_code": bool}``. Output: one JSON
+Input (stdin, JSON): ``{"cases": [{"name", "dir", "trust_remote_code"}]}``. Output: one JSON
 line per case, ``{"name", "result", "state_dict_total"}``: the model_code task's result, and the
 parameter count of the same meta model taken another way (every distinct floating tensor of
 ``state_dict``), which the task's own walk must equal exactly.
@@ -22,7 +22,7 @@ def state_dict_total(model: object) -> int:
 def main() -> None:
     job = json.loads(sys.stdin.read())
     for case in job["cases"]:
-        result, model = build_and_count({"model_path": case["dir"], "trust_remote_code": job["trust_remote_code"]})
+        result, model = build_and_count({"model_path": case["dir"], "trust_remote_code": case["trust_remote_code"]})
         total = state_dict_total(model) if model is not None else None
         print(json.dumps({"name": case["name"], "result": result, "state_dict_total": total}), flush=True)
         del model  # no gc.collect(): a full collection per case costs more than the meta model holds
