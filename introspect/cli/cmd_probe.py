@@ -22,13 +22,13 @@ from introspect.cli.outcome import Finished, Notice, notice
 from introspect.client.documents import read_document
 from introspect.client.model import DEFAULT_DEADLINE_S, ProbeRequest, probe_hosts, probe_model
 from introspect.errors import UsageError
-from introspect.remote.tasks.model_code import DEFAULT_MODEL_CODE_TIMEOUT
 from introspect.remote.contract import (
     DEFAULT_FILES_TIMEOUT,
     DEFAULT_JSON_CAP,
     DEFAULT_TOKENIZER_TIMEOUT,
     RAW_SCHEMA,
 )
+from introspect.remote.tasks.model_code import DEFAULT_MODEL_CODE_TIMEOUT
 from introspect.transport.base import Executor
 
 if TYPE_CHECKING:

@@ -23,7 +23,7 @@ count once (``named_parameters`` removes duplicates).
 from __future__ import annotations
 
 import re
-from typing import Any, Dict, Iterator, List, Optional, Tuple
+from typing import Any, Dict, List, Optional, Tuple
 
 VISION_RE = re.compile(r"vision|visual|vit\b|siglip|clip|image|patch_embed|mm_projector|multi_modal_projector"
                        r"|mlp1\b|merger", re.IGNORECASE)
@@ -109,7 +109,7 @@ def count_components(model: Any, num_layers: Optional[int]) -> Dict[str, Any]:
     buffers_found: List[Tuple[str, int]] = []
     for module_name, module in model.named_modules():  # one walk: classes and persistent buffers
         classes[module_name] = type(module).__name__
-        skip = getattr(module, "_non_persistent_buffers_set", set())
+        skip: Any = getattr(module, "_non_persistent_buffers_set", set())
         for buffer_name, tensor in module.named_buffers(recurse=False):
             if tensor is not None and buffer_name not in skip and tensor.is_floating_point():
                 buffers_found.append(((module_name + "." if module_name else "") + buffer_name, int(tensor.numel())))

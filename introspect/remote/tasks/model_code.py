@@ -134,7 +134,7 @@ def _run(request: Dict[str, Any], result: Dict[str, Any], holder: Dict[str, Any]
 
 
 def _import_libraries() -> Tuple[Any, Any]:
-    import torch
+    import torch  # type: ignore[import-not-found]  # only in the target venv
     import transformers
 
     return torch, transformers
