@@ -48,6 +48,8 @@ DISAGREE = {
     "family-qwen2.5-vl-7b": {"total": (8152045952, 8292166656)},
 }
 KIMI_REFUSED = "kimi-k2-instruct-no-remote-code"
+KIMI_SMALL = "kimi-k2-small-expert-list"
+KIMI_SMALL_CONFIG = {"num_hidden_layers": 4, "n_routed_experts": 16}
 CUDA_ONLY = "cuda-only-code"
 
 CUDA_CONFIG = {"model_type": "cuda_only_lm", "architectures": ["CudaOnlyForCausalLM"], "hidden_size": 64,
@@ -81,8 +83,14 @@ def _write_cases(root: Path) -> list[dict[str, Any]]:
         folder.mkdir()
         (folder / "config.json").write_text(json.dumps(raw["files"]["config"]), encoding="utf-8")
         cases.append({"name": name, "dir": str(folder), "trust_remote_code": False})
-    kimi = build_kimi_model(root / KIMI_REFUSED, variant="k2-instruct", model_code=True)
+    kimi = build_kimi_model(root / KIMI_REFUSED, variant="k2-instruct", model_code="expert-list")
     cases.append({"name": KIMI_REFUSED, "dir": str(kimi), "trust_remote_code": False})
+    # Kimi's own expert layout (a ModuleList of MLPs) on a cut-down K2 config: 4 layers, 16 experts.
+    small = build_kimi_model(root / KIMI_SMALL, variant="k2-instruct", model_code="expert-list")
+    config = json.loads((small / "config.json").read_text())
+    config.update(KIMI_SMALL_CONFIG)
+    (small / "config.json").write_text(json.dumps(config), encoding="utf-8")
+    cases.append({"name": KIMI_SMALL, "dir": str(small), "trust_remote_code": True})
     cuda = root / CUDA_ONLY
     cuda.mkdir()
     (cuda / "config.json").write_text(json.dumps(CUDA_CONFIG), encoding="utf-8")
@@ -116,7 +124,7 @@ def built(torch_python: Path, tmp_path_factory: pytest.TempPathFactory) -> dict[
 
 
 def test_every_case_was_tried(built: dict[str, dict[str, Any]]) -> None:
-    assert set(built) == set(config_cases()) | {KIMI_REFUSED, CUDA_ONLY}
+    assert set(built) == set(config_cases()) | {KIMI_REFUSED, KIMI_SMALL, CUDA_ONLY}
 
 
 def test_builds_or_documented_failures(built: dict[str, dict[str, Any]]) -> None:
@@ -200,3 +208,22 @@ def test_refusal_reaches_the_profile(built: dict[str, dict[str, Any]]) -> None:
     [info] = [f for f in profile["findings"] if f["code"] == "model-code-unavailable"]
     assert "drop --no-remote-code" in info["fix"]
     assert profile["architecture"]["params"]["source"] == "config"
+
+
+def test_kimi_expert_list_layout_counts_one_expert(built: dict[str, dict[str, Any]]) -> None:
+    """Kimi's own code keeps each routed expert as an MLP module in a ModuleList."""
+    result = built[KIMI_SMALL]["result"]
+    assert result["built"] and result["remote_code"] and result["class"] == "DeepseekV3ForCausalLM"
+    params = result["params"]
+    assert params["total"] == built[KIMI_SMALL]["state_dict_total"]
+    one = 3 * 7168 * 2048  # gate, up and down projections of moe_intermediate_size 2048
+    assert (params["routed_experts"], params["one_expert"], params["moe_layers"]) == ([16], one, 3)
+    assert params["components"]["experts_routed"] == 3 * 16 * one
+    assert params["components"]["router"] == 3 * 16 * (7168 + 1)  # weight + e_score_correction_bias
+    raw = config_cases()["real-kimi-k2-instruct"]
+    raw["files"]["config"].update(KIMI_SMALL_CONFIG)
+    raw["options"]["load_model_code"] = True
+    raw["model_code_probe"] = result
+    profile = build_profile(raw)
+    assert not [f for f in profile["findings"] if f["code"] == "witnesses-disagree"]
+    assert profile["architecture"]["params"]["sources"]["config"]["active"] == params["active"]

@@ -1,8 +1,9 @@
 """`introspect probe` over a real sshd with torch in the venv: the three witnesses in --json and the report.
 
-The Kimi-like fixture carries a buildable modeling_deepseek.py (tests/fixtures/kimi_modeling.py,
-the module layout of the code Kimi-K2-Instruct ships), so witness 2 is built from the model
-dir's own code through trust_remote_code, in the isolated model_code process on the host.
+The Kimi-like fixture carries a buildable modeling_deepseek.py (tests/fixtures/kimi_modeling.py:
+the module layout of the code Kimi-K2-Instruct ships, its routed experts fused into 3-D parameters
+so the build takes a second, not ten), so witness 2 is built from the model dir's own code through
+trust_remote_code, in the isolated model_code process on the host.
 """
 
 from __future__ import annotations
@@ -32,7 +33,7 @@ def probed(sshd, client_keys, tmp_path_factory):
     except RegistryUnavailable as exc:
         pytest.skip(f"torch could not be installed from the package registry: {exc}")
     root = tmp_path_factory.mktemp("witness")
-    model = build_kimi_model(root / "Kimi-K2-Instruct", variant="k2-instruct", model_code=True)
+    model = build_kimi_model(root / "Kimi-K2-Instruct", variant="k2-instruct", model_code="fused")
     raw_file = root / "raw.json"
     result = run_cli("probe", *ssh_flags(sshd, client_keys), "--model", str(model), "--venv", str(venv),
                      "--no-tokenizer", "--json", "--save-raw", str(raw_file))
