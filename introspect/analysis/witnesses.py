@@ -74,7 +74,16 @@ def model_code_witness(raw: dict[str, Any]) -> dict[str, Any] | None:
 
 
 def apply_witnesses(arch: dict[str, Any], raw: dict[str, Any]) -> list[Finding]:
-    """Add ``sources`` / ``why`` to ``arch["params"]`` and ``arch["layers"]``; the findings."""
+    """Add ``sources`` / ``why`` to ``arch["params"]`` and ``arch["layers"]``; the findings. Never raises."""
+    try:
+        return _apply(arch, raw)
+    except Exception as exc:  # malformed raw facts must not cost the rest of the profile
+        return [Finding(Severity.WARNING, "witnesses-failed",
+                        f"the witnesses could not be compared: {type(exc).__name__}: {exc}"[:500],
+                        "re-run the probe; report the raw facts to the introspect maintainers if it persists")]
+
+
+def _apply(arch: dict[str, Any], raw: dict[str, Any]) -> list[Finding]:
     code = model_code_witness(raw)
     findings = _status_findings(code, raw)
     params = arch.get("params")

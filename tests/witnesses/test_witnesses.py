@@ -151,3 +151,14 @@ def test_human_report_shows_the_three_witnesses(capsys: Any) -> None:
     assert "58 x DeepseekV3DecoderLayer (DeepseekV3Attention, DeepseekV3MoE)" in text
     assert "no safetensors headers read" in text
     assert "no disagreement between the witnesses that spoke" in text
+
+
+def test_malformed_model_code_facts_never_break_the_profile() -> None:
+    garbage = built_probe(DSV3_COMPONENTS, DSV3_ACTIVE)
+    garbage["layers"]["runs"] = [{"count": "many", "mixer_kinds": ["recurrent"]}, "junk"]
+    garbage["params"]["components"] = {"attention": "lots", "embedding": 5}
+    profile = build_profile(raw_with(garbage))
+    assert profile["architecture"]["num_layers"] == 61
+    assert [f["code"] for f in profile["findings"] if f["code"].startswith("witnesses")] == ["witnesses-failed"]
+    for probe in (["not", "a", "dict"], {"built": True, "params": "x"}, {"built": "yes", "params": {"total": "1"}}):
+        build_profile(raw_with(probe))  # type: ignore[arg-type]
