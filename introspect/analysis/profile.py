@@ -24,6 +24,7 @@ from introspect.analysis.result import (
 from introspect.analysis.serving import serving_sections
 from introspect.analysis.snapshot import snapshot_remote_code_finding
 from introspect.analysis.tokenizer import tokenizer_section
+from introspect.analysis.witnesses import apply_witnesses
 from introspect.remote.contract import RawFacts, as_dict
 
 __all__ = ["BAD_PATH_STATES", "PROFILE_SCHEMA", "Profile", "analyze", "build_profile", "environment_section",
@@ -96,6 +97,7 @@ def analyze(raw: RawFacts | dict[str, Any]) -> Profile:
         config, config_path=(files.get("model_path") or "") + "/config.json" if config is not None else None,
         safetensors=raw.get("safetensors") if isinstance(raw.get("safetensors"), dict) else None,
         drafters=raw.get("drafters") if isinstance(raw.get("drafters"), list) else None)
+    arch_findings += apply_witnesses(architecture, raw)
     tokenizer, tok_findings = tokenizer_section(
         as_dict(raw.get("tokenizer_files")),
         raw.get("tokenizer_probe") if isinstance(raw.get("tokenizer_probe"), dict) else None,

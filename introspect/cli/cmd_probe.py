@@ -28,6 +28,7 @@ from introspect.remote.contract import (
     DEFAULT_TOKENIZER_TIMEOUT,
     RAW_SCHEMA,
 )
+from introspect.remote.tasks.model_code import DEFAULT_MODEL_CODE_TIMEOUT
 from introspect.transport.base import Executor
 
 if TYPE_CHECKING:
@@ -67,6 +68,10 @@ def emit(profile: dict[str, Any], *, as_json: bool, output: str | None) -> None:
               help="Seconds for the file probes (config, tokenizer files, safetensors headers).")
 @click.option("--no-remote-code", is_flag=True, help="Never run the model's own code (trust_remote_code).")
 @click.option("--no-tokenizer", is_flag=True, help="Skip loading the tokenizer; facts come from the files.")
+@click.option("--no-model-code", is_flag=True,
+              help="Skip building the model from its code on the meta device (the code witness).")
+@click.option("--model-code-timeout", type=float, default=DEFAULT_MODEL_CODE_TIMEOUT, show_default=True,
+              help="Seconds for the model-code build (killed with its process group after that).")
 @click.option("--max-json-bytes", type=int, default=DEFAULT_JSON_CAP, show_default=True,
               help="Refuse JSON files above this size.")
 @click.option("--hf-cache", help="HF hub cache dir on the target for --model ORG/NAME[@REV] "

@@ -233,8 +233,10 @@ SECTIONS = (model_section, architecture_section, experts_section, tokenizer_sect
 
 def print_report(profile: dict[str, Any], console: Console | None = None) -> None:
     from introspect.cli.render_serving import SERVING_SECTIONS  # imports this module's helpers
+    from introspect.cli.render_witnesses import witnesses_section
 
     console = console or Console(highlight=False, soft_wrap=False)
-    for section in SECTIONS[:-1] + SERVING_SECTIONS + SECTIONS[-1:]:
+    sections = SECTIONS[:2] + (witnesses_section,) + SECTIONS[2:-1] + SERVING_SECTIONS + SECTIONS[-1:]
+    for section in sections:
         console.print(section(profile))
         console.print()

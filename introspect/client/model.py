@@ -1,8 +1,9 @@
 """The controller side of ``probe``: one model directory on one target, to raw facts and a profile.
 
 Over one connection: a hub id is resolved to its snapshot first, then the file
-probe ("model") and the isolated tokenizer load ("tokenizer") run as two channels
-of :func:`introspect.client.runner.run_channels`. A whole-run deadline closes the
+probe ("model"), the isolated tokenizer load ("tokenizer") and the isolated meta-device
+build of the model's own code ("model_code") run as channels of
+:func:`introspect.client.runner.run_channels`. A whole-run deadline closes the
 connection when it passes (the remote watchdogs then stop their tasks); whatever
 finished is kept. Results come from the local cache when the remote fingerprint
 says nothing changed.
@@ -34,6 +35,7 @@ from introspect.remote.contract import (
 from introspect.remote.contract import (
     MODEL_SECTIONS as REMOTE_MODEL_SECTIONS,
 )
+from introspect.remote.tasks.model_code import DEFAULT_MODEL_CODE_TIMEOUT
 from introspect.transport.base import Executor
 
 if TYPE_CHECKING:
@@ -56,6 +58,8 @@ class ProbeOptions:
     remote_code: bool = True
     load_tokenizer: bool = True
     json_cap: int = DEFAULT_JSON_CAP
+    load_model_code: bool = True
+    model_code_timeout: float = DEFAULT_MODEL_CODE_TIMEOUT
     max_header: int = DEFAULT_MAX_HEADER
 
 
@@ -70,6 +74,8 @@ class ProbeRequest:
     files_timeout: float = DEFAULT_FILES_TIMEOUT
     no_remote_code: bool = False
     no_tokenizer: bool = False
+    no_model_code: bool = False
+    model_code_timeout: float = DEFAULT_MODEL_CODE_TIMEOUT
     max_json_bytes: int = DEFAULT_JSON_CAP
     hf_cache: str | None = None
     refresh: bool = False
@@ -94,9 +100,10 @@ def gather(executor: Executor, options: ProbeOptions, target: TargetBlock | dict
     ``raw["fatal"]`` so the caller can still report what was found."""
     started = time.monotonic()
     raw: dict[str, Any] = {"schema": RAW_SCHEMA, "target": target, "errors": [], "timings": {},
-                           "fatal": None, "tokenizer_probe": None,
+                           "fatal": None, "tokenizer_probe": None, "model_code_probe": None,
                            "options": {"remote_code": options.remote_code,
-                                       "load_tokenizer": options.load_tokenizer}}
+                                       "load_tokenizer": options.load_tokenizer,
+                                       "load_model_code": options.load_model_code}}
     python = interpreter(options.python, options.venv)
     channels = [Channel("model", python, "model",
                         {"model_path": options.model_path, "json_cap": options.json_cap,
@@ -106,6 +113,10 @@ def gather(executor: Executor, options: ProbeOptions, target: TargetBlock | dict
         channels.append(Channel("tokenizer", python, "tokenizer",
                                 {"model_path": options.model_path, "trust_remote_code": options.remote_code,
                                  "sample": True}, options.tokenizer_timeout, isolate=True))
+    if options.load_model_code:
+        channels.append(Channel("model_code", python, "model_code",
+                                {"model_path": options.model_path, "trust_remote_code": options.remote_code},
+                                options.model_code_timeout, isolate=True))
     for result in run_channels(executor, channels).values():
         _merge(result, raw)
     raw["timings"]["total"] = round(time.monotonic() - started, 3)
@@ -133,10 +144,10 @@ def _merge(result: ChannelResult, raw: dict[str, Any]) -> None:
         for key in MODEL_SECTIONS:
             raw[key] = reply.facts.get(key)
         raw["timings"].update({f"model.{k}": v for k, v in (reply.facts.get("timings") or {}).items()})
-    elif task == "tokenizer":
-        raw["tokenizer_probe"] = reply.facts
+    elif task in ("tokenizer", "model_code"):
+        raw[f"{task}_probe"] = reply.facts
         if reply.supervisor:
-            raw["timings"]["tokenizer.supervisor"] = reply.supervisor.get("seconds")
+            raw["timings"][f"{task}.supervisor"] = reply.supervisor.get("seconds")
 
 
 def gather_cached(executor: Executor, options: ProbeOptions, target: TargetBlock | dict[str, Any],
@@ -184,7 +195,8 @@ def probe_model(request: ProbeRequest, executor: Executor, entry: HostEntry | No
         options = ProbeOptions(model_path=model, python=python_exe or "python3", venv=venv,
                                tokenizer_timeout=request.timeout, files_timeout=request.files_timeout,
                                remote_code=remote_code, load_tokenizer=not request.no_tokenizer,
-                               json_cap=request.max_json_bytes)
+                               json_cap=request.max_json_bytes, load_model_code=not request.no_model_code,
+                               model_code_timeout=request.model_code_timeout)
         raw = _gather_within(executor, options, target_of(executor, python, venv, model), request)
     if resolved is not None:
         raw["resolved"] = resolved

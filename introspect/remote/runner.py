@@ -29,6 +29,7 @@ from .contract import BEGIN, END, PROTOCOL, Envelope, ErrorRecord, Reply, error_
 TASKS = {
     "model": ("introspect.remote.tasks.model", "run"),
     "tokenizer": ("introspect.remote.tasks.tokenizer", "run"),
+    "model_code": ("introspect.remote.tasks.model_code", "run"),
     "health": ("introspect.remote.tasks.health", "run"),
     "preflight": ("introspect.remote.tasks.preflight", "run"),
     "discover": ("introspect.remote.tasks.discover", "run"),
