@@ -40,7 +40,19 @@ NOT_BUILT = {
                                "list has 1 entry where Phi3Config's validator wants head_dim/2 = 48"),
     "family-unknown-family": ("unknown-architecture", "acme_lm is made up: transformers knows no such family"),
     "real-kimi-k2-instruct": ("remote-code-refused", "model_type kimi_k2 exists only in the model's own code"),
+    "real-hunyuan-large": ("unknown-architecture", "model_type hunyuan is not in CONFIG_MAPPING (transformers has "
+                           "hunyuan_v1_dense/hunyuan_v1_moe); the checkpoint's own code is not in the case"),
+    "real-minimax-text-01": ("remote-code-refused", "auto_map names configuration_minimax_text_01.py, which the "
+                             "case does not ship"),
+    "real-minimax-m1-80k": ("remote-code-refused", "as MiniMax-Text-01: its auto_map code is not in the case"),
+    "real-rwkv7-goose-world3-1.5b": ("unknown-architecture", "model_type rwkv7 is not in CONFIG_MAPPING "
+                                     "(transformers' rwkv is RWKV-4); RWKV-7 ships as flash-linear-attention code"),
+    "real-gemma-3n-e4b": ("missing-package", "Gemma3nForConditionalGeneration's vision tower is a "
+                          "TimmWrapperModel (models/timm_wrapper), which needs timm and pillow; the torch "
+                          "test venv has neither"),
 }
+# Where a documented failure happens after the config was built (default: at the config).
+NOT_BUILT_STAGE = {"real-gemma-3n-e4b": "build"}
 # name -> {quantity: (config rules, model code)}: where the rules and the code disagree, and why.
 DISAGREE = {
     # transformers' Qwen2_5_VisionTransformerPretrainedModel holds 677M parameters (the HF hub's
@@ -133,7 +145,7 @@ def test_builds_or_documented_failures(built: dict[str, dict[str, Any]]) -> None
         if name in NOT_BUILT:
             assert not result["built"], name
             assert result["error"]["cause"] == NOT_BUILT[name][0], (name, result["error"])
-            assert result["error"]["stage"] == "config", name
+            assert result["error"]["stage"] == NOT_BUILT_STAGE.get(name, "config"), name
         else:
             assert result["built"], (name, result["error"], result["attempts"])
             assert result["transformers_version"] == "5.24.0" and result["torch_version"].startswith("2.13.0")
