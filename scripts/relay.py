@@ -4,7 +4,8 @@ This kernel has no ``netem`` (and the bench must not need root), so ``scripts/be
 puts one relay in front of every loopback sshd: a client connects to the relay's port,
 the relay connects to sshd, and every chunk read on one side is written to the other
 ``delay_s`` after it arrived, in order. A round trip through it therefore takes at least
-``2 * delay_s``; bandwidth is not limited. Bytes pass unchanged.
+``2 * delay_s``; bandwidth is not limited. Bytes pass unchanged. Each relay counts the
+connections and the round trips (client flights after server data) it carried.
 
 Used as a module (``RelayPool``: an asyncio loop in one thread serving many relays) or
 from the command line for a manual check::
@@ -19,12 +20,29 @@ import asyncio
 import contextlib
 import threading
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
+from typing import Any
 
 CHUNK = 1 << 16
+_senders: set[asyncio.Future[Any]] = set()  # strong references (asyncio keeps tasks weakly)
 
 
-async def _pump(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, delay_s: float) -> None:
+class Turns:
+    """Round trips seen on one relay: a client-to-server flight that follows server data
+    (or opens the connection) starts a new one. TCP's own handshake is not counted."""
+
+    def __init__(self) -> None:
+        self.count = 0
+        self._last: dict[int, bool] = {}  # connection id -> the last data was the client's
+
+    def saw(self, conn: int, from_client: bool) -> None:
+        if from_client and not self._last.get(conn, False):
+            self.count += 1
+        self._last[conn] = from_client
+
+
+async def _pump(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, delay_s: float,
+                seen: Callable[[], None] = lambda: None) -> None:
     """Copy reader to writer, each chunk ``delay_s`` after it was read (order kept)."""
     queue: asyncio.Queue[tuple[float, bytes]] = asyncio.Queue()
 
@@ -43,9 +61,13 @@ async def _pump(reader: asyncio.StreamReader, writer: asyncio.StreamWriter, dela
             writer.write_eof()  # the half-close travels with the same delay
 
     sender = asyncio.ensure_future(deliver())
+    _senders.add(sender)
+    sender.add_done_callback(_senders.discard)
     try:
         while True:
             data = await reader.read(CHUNK)
+            if data:
+                seen()
             queue.put_nowait((time.monotonic() + delay_s, data))
             if not data:
                 break
@@ -66,6 +88,9 @@ class Relay:
         self.listen, self.target, self.delay_s = listen, target, max(0.0, delay_s)
         self.server: asyncio.AbstractServer | None = None
         self.connections = 0
+        self.turns = Turns()
+        # asyncio holds tasks weakly: a connection whose sockets are gone could be collected mid-copy.
+        self._live: set[asyncio.Task[Any]] = set()
 
     async def start(self) -> tuple[str, int]:
         self.server = await asyncio.start_server(self._serve, self.listen[0], self.listen[1])
@@ -74,21 +99,33 @@ class Relay:
 
     async def _serve(self, client_r: asyncio.StreamReader, client_w: asyncio.StreamWriter) -> None:
         self.connections += 1
+        task = asyncio.current_task()
+        if task is not None:
+            self._live.add(task)
+            task.add_done_callback(self._live.discard)
         try:
             target_r, target_w = await asyncio.open_connection(*self.target)
         except OSError:
             client_w.close()
             return
         try:
-            await asyncio.gather(_pump(client_r, target_w, self.delay_s), _pump(target_r, client_w, self.delay_s))
+            conn = self.connections
+            await asyncio.gather(_pump(client_r, target_w, self.delay_s, lambda: self.turns.saw(conn, True)),
+                                 _pump(target_r, client_w, self.delay_s, lambda: self.turns.saw(conn, False)))
         finally:
             for w in (client_w, target_w):
                 with contextlib.suppress(Exception):
                     w.close()
 
     async def stop(self) -> None:
+        """Stop listening and end every connection still open (its tasks cancelled and awaited)."""
         if self.server is not None:
             self.server.close()
+        live = list(self._live) + [f for f in _senders if not f.done()]
+        for task in live:
+            task.cancel()
+        await asyncio.gather(*live, return_exceptions=True)
+        if self.server is not None:
             await self.server.wait_closed()
 
 

@@ -66,3 +66,18 @@ def test_relay_refuses_non_loopback_addresses() -> None:
         relay.Relay(("0.0.0.0", 0), ("127.0.0.1", 22), 0.01)
     with pytest.raises(ValueError, match="loopback"):
         relay.Relay(("127.0.0.1", 0), ("10.0.0.1", 22), 0.01)
+
+
+def test_relay_counts_connections_and_round_trips(echo_server) -> None:
+    target, _received = echo_server
+    relay = _relay_module()
+    with relay.RelayPool() as pool:
+        address = pool.add(target, 0.0)
+        with socket.create_connection(address, timeout=20) as sock:
+            for word in (b"one", b"two", b"three"):  # three request/answer exchanges
+                sock.sendall(word)
+                got = b""
+                while len(got) < len(word):
+                    got += sock.recv(65536)
+                assert got == word
+        assert pool.relays[0].connections == 1 and pool.relays[0].turns.count == 3
