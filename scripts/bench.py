@@ -658,7 +658,8 @@ class Bench:
 
     # -- report --------------------------------------------------------------------
     def report(self, elapsed: float) -> str:
-        out = ["", f"## Performance (scripts/bench, --reps {self.reps}: medians of alternating runs)", "",
+        # Headings at the README's levels: the output pastes under its "## Performance" as is.
+        out = ["", f"### One run of `scripts/bench`, --reps {self.reps} (medians of alternating runs)", "",
                f"Machine: {os.cpu_count()} CPU(s), Python {sys.version.split()[0]}, {os.uname().sysname} "
                f"{os.uname().release}; hosts are OpenSSH servers on 127.0.0.x of the same machine. "
                "Background load (CPUs busy with other work while the bench idled, before / after): "
@@ -670,7 +671,7 @@ class Bench:
             met = "—" if row.met is None else ("yes" if row.met else "**no**")
             out.append(f"| {row.metric} | {row.measured} | {row.target} | {met} |")
         floor = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-        out += ["", "### Raw medians", "",
+        out += ["", "#### Raw medians", "",
                 "Wall time per process (or per set of concurrent processes); CPU-s: user + system CPU of the "
                 "local process(es), and busy CPU-seconds of the whole machine meanwhile (sshd and the remote "
                 "interpreters run here too, and so does any other work on the machine); peak RSS: the largest local "
@@ -679,8 +680,8 @@ class Bench:
                 "|---|---|---|---|---|---|---|---|"]
         out += [s.raw_row(floor) for s in self.series]
         if self.peers_table:
-            out += ["", "### Peers (scripts/bench_ansible)", "", self.peers_table]
-        out += ["", "### Notes", ""] + [f"- {n}" for n in self.notes]
+            out += ["", "#### Peers (scripts/bench_ansible)", "", self.peers_table]
+        out += ["", "#### Notes", ""] + [f"- {n}" for n in self.notes]
         out += ["", f"bench: done in {elapsed:.0f} s"]
         return "\n".join(out)
 
