@@ -35,6 +35,8 @@ from typing import Any
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
+import bench_latency  # noqa: E402
+
 from introspect.transport import shipping  # noqa: E402
 from tests.fixtures.venvs import make_venv  # noqa: E402
 from tests.sshd_server import ClientKeys, SSHServer, start_sshd, trust  # noqa: E402
@@ -294,8 +296,12 @@ class Bench:
         self.cwd = tmp / "cwd"  # no hosts.yaml here: the CLI reads only what the bench passes
         self.cwd.mkdir()
         self.env = {k: v for k, v in os.environ.items() if k not in ("SSH_AUTH_SOCK", "PYTHONSTARTUP")}
+        # Bytecode is cached (in the temp dir, never in the checkout), as it is for an installed
+        # package: without it every CLI run would compile introspect's own modules anew.
+        self.env.pop("PYTHONDONTWRITEBYTECODE", None)
         self.env.update(PYTHONPATH=str(REPO), HF_HUB_OFFLINE="1", TRANSFORMERS_OFFLINE="1",
-                        INTROSPECT_CACHE_DIR=str(tmp / "cache"), PYTHONDONTWRITEBYTECODE="1")
+                        INTROSPECT_CACHE_DIR=str(tmp / "cache"), PYTHONPYCACHEPREFIX=str(tmp / "pycache"))
+        self.peers_table = ""
 
     # -- setup -----------------------------------------------------------------
     def setup(self) -> None:
@@ -482,16 +488,16 @@ class Bench:
         self.big_rss = probe
 
     # -- 4 -----------------------------------------------------------------------
-    def write_inventory(self) -> Path:
+    def write_inventory(self, servers: Sequence[SSHServer] | None = None, name: str = "hosts.yaml") -> Path:
         lines = ["defaults:", f"  identity: {json.dumps(str(self.client.key))}",
                  f"  known_hosts: {json.dumps(str(self.client.known_hosts))}",
                  "  connect_timeout: 10", "  probe_timeout: 60", f"  parallel: {max(FLEET_SIZES)}",
                  "  remote_code: false", "hosts:"]
-        for i, server in enumerate(self.servers):
+        for i, server in enumerate(servers or self.servers):
             lines += [f"  bench-{i:02d}:", f"    address: {server.address}", f"    port: {server.port}",
                       "    venvs:", f"      - path: {json.dumps(str(self.venv))}",
                       "        requires: [transformers, tiktoken, tokenizers]"]
-        path = self.tmp / "hosts.yaml"
+        path = self.tmp / name
         path.write_text("\n".join(lines) + "\n")
         return path
 
@@ -573,6 +579,7 @@ class Bench:
         floor_one, floor_most = floors[0][0], floors[1][0]
         cores = os.cpu_count() or 1
         if mode == "health":
+            bench_latency.controller_rows(self, [s for s, _ in series], FLEET_SIZES)
             stats = fleet_stats.get(FLEET_SIZES[-1], {})
             self.notes.append(f"4. each host: one venv, checks `requires: [transformers, tiktoken, tokenizers]` "
                               f"(installed metadata; no imports, no tokenizer loads); {FLEET_SIZES[-1]} hosts: "
@@ -628,11 +635,11 @@ class Bench:
                 "model", big_req, False),
             "tokenizer probe (isolated; largest process)": self.remote_maxrss("tokenizer", tok_req, True),
         }
-        local = {
-            "`probe` full (tokenizer)": self.probe_rss,
-            f"`probe --no-tokenizer`, {self.big_shards} shards": self.big_rss,
-            f"fleet run, {FLEET_SIZES[-1]} hosts": self.fleet_rss,
-        }
+        local = {what: series for what, series in {  # the sections that ran (see --only)
+            "`probe` full (tokenizer)": getattr(self, "probe_rss", None),
+            f"`probe --no-tokenizer`, {self.big_shards} shards": getattr(self, "big_rss", None),
+            f"fleet run, {FLEET_SIZES[-1]} hosts": getattr(self, "fleet_rss", None),
+        }.items() if series is not None}
         floor = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
         for what, series in local.items():
             peak = max(series.maxrss_kib)
@@ -651,7 +658,8 @@ class Bench:
 
     # -- report --------------------------------------------------------------------
     def report(self, elapsed: float) -> str:
-        out = ["", f"## Performance (scripts/bench, --reps {self.reps}: medians of alternating runs)", "",
+        # Headings at the README's levels: the output pastes under its "## Performance" as is.
+        out = ["", f"### One run of `scripts/bench`, --reps {self.reps} (medians of alternating runs)", "",
                f"Machine: {os.cpu_count()} CPU(s), Python {sys.version.split()[0]}, {os.uname().sysname} "
                f"{os.uname().release}; hosts are OpenSSH servers on 127.0.0.x of the same machine. "
                "Background load (CPUs busy with other work while the bench idled, before / after): "
@@ -663,7 +671,7 @@ class Bench:
             met = "—" if row.met is None else ("yes" if row.met else "**no**")
             out.append(f"| {row.metric} | {row.measured} | {row.target} | {met} |")
         floor = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-        out += ["", "### Raw medians", "",
+        out += ["", "#### Raw medians", "",
                 "Wall time per process (or per set of concurrent processes); CPU-s: user + system CPU of the "
                 "local process(es), and busy CPU-seconds of the whole machine meanwhile (sshd and the remote "
                 "interpreters run here too, and so does any other work on the machine); peak RSS: the largest local "
@@ -671,7 +679,9 @@ class Bench:
                 "| variant | median s | min s | max s | runs | CPU-s local | CPU-s machine | peak RSS MiB |",
                 "|---|---|---|---|---|---|---|---|"]
         out += [s.raw_row(floor) for s in self.series]
-        out += ["", "### Notes", ""] + [f"- {n}" for n in self.notes]
+        if self.peers_table:
+            out += ["", "#### Peers (scripts/bench_ansible)", "", self.peers_table]
+        out += ["", "#### Notes", ""] + [f"- {n}" for n in self.notes]
         out += ["", f"bench: done in {elapsed:.0f} s"]
         return "\n".join(out)
 
@@ -680,6 +690,10 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--reps", type=int, default=5, help="measured rounds per comparison (default 5)")
     parser.add_argument("--keep", action="store_true", help="keep the temp dir (prints its path)")
+    parser.add_argument("--peers", action="store_true",
+                        help="also run scripts/bench_ansible (Ansible, pyinfra, parallel-ssh) on the same hosts")
+    parser.add_argument("--only", default="", help="comma-separated sections to run (default: all): "
+                        "full,files,shards,floor,fleet,latency,cache,memory")
     args = parser.parse_args()
     if args.reps < 1:
         parser.error("--reps must be at least 1")
@@ -706,12 +720,17 @@ def main() -> int:
         log(f"bench: setting up in {tmp}")
         bench.load.append(background_load())
         bench.setup()
-        bench.bench_full_probe()
-        bench.bench_files_probe()
-        bench.bench_shards()
-        bench.bench_fleet()
-        bench.bench_cache()
-        bench.bench_memory()
+        sections: list[tuple[str, Callable[[], None]]] = [
+            ("full", bench.bench_full_probe), ("files", bench.bench_files_probe), ("shards", bench.bench_shards),
+            ("floor", lambda: bench_latency.bench_floor(bench)), ("fleet", bench.bench_fleet),
+            ("latency", lambda: bench_latency.bench_latency(bench)), ("cache", bench.bench_cache),
+            ("memory", bench.bench_memory)]
+        only = {w for w in args.only.split(",") if w}
+        for name, section in sections:
+            if not only or name in only:
+                section()
+        if args.peers:
+            bench_latency.bench_peers(bench, bench.write_inventory())
         bench.load.append(background_load())
         print(bench.report(time.monotonic() - started), flush=True)
         return 0
@@ -735,4 +754,5 @@ def main() -> int:
 
 
 if __name__ == "__main__":
+    sys.modules.setdefault("bench", sys.modules["__main__"])  # scripts/bench_latency imports this module
     sys.exit(main())

@@ -7,6 +7,7 @@ environment), never by running pip on the host.
 
 from __future__ import annotations
 
+import functools
 import shlex
 from collections.abc import Iterable, Mapping
 from typing import Any
@@ -18,6 +19,43 @@ from packaging.version import InvalidVersion, Version
 
 from introspect.checks.result import CheckResult
 from introspect.inventory import VenvEntry
+
+# A fleet's venvs share most of their ~650 Requires-Dist strings: each distinct string is
+# parsed once per run (and each marker and specifier judged once per environment and
+# version), not once per host. The parsed objects are shared, so callers never change them.
+MEMO_SIZE = 1 << 15
+
+
+@functools.lru_cache(maxsize=MEMO_SIZE)
+def parse_requirement(raw: str) -> Requirement | None:
+    """``Requirement(raw)``, or None when it does not parse; memoised."""
+    try:
+        return Requirement(raw)
+    except InvalidRequirement:
+        return None
+
+
+@functools.lru_cache(maxsize=MEMO_SIZE)
+def _marker_verdict(raw: str, env: tuple[tuple[str, str], ...], extra: str) -> bool:
+    """Whether ``raw``'s marker holds in ``env`` with ``extra``; memoised."""
+    req = parse_requirement(raw)
+    assert req is not None and req.marker is not None
+    try:
+        return bool(req.marker.evaluate({**dict(env), "extra": extra}))
+    except (InvalidMarker, UndefinedComparison, UndefinedEnvironmentName):
+        return True  # cannot tell: judge it, which errs towards reporting
+
+
+@functools.lru_cache(maxsize=MEMO_SIZE)
+def _contains(raw: str, version: str) -> bool | None:
+    """Whether ``version`` satisfies ``raw``'s specifier (None: it does not parse); memoised."""
+    req = parse_requirement(raw)
+    assert req is not None
+    try:
+        # pip check counts pre-releases as satisfying (an installed rc is what runs).
+        return req.specifier.contains(Version(version), prereleases=True)
+    except InvalidVersion:
+        return None
 
 
 def pip_of(venv: VenvEntry) -> str:
@@ -32,23 +70,21 @@ def install_command(venv: VenvEntry, *requirements: str) -> str:
     return f"{pip_of(venv)} install " + " ".join(shlex.quote(r) for r in requirements)
 
 
-def _marker_env(facts: Mapping[str, Any]) -> dict[str, str]:
+Env = tuple[tuple[str, str], ...]  # a marker environment, hashable (the memo key)
+
+
+def _marker_env(facts: Mapping[str, Any]) -> Env:
     py = facts.get("python") or {}
     env = dict(py.get("marker_env") or {})
     if "python_version" not in env and py.get("version"):
         # Older probe replies: derive what we can; the rest falls back to packaging's defaults.
         env["python_full_version"] = str(py["version"])
         env["python_version"] = ".".join(str(py["version"]).split(".")[:2])
-    return env
+    return tuple(sorted((str(k), str(v)) for k, v in env.items()))
 
 
-def _marker_applies(req: Requirement, env: Mapping[str, str], extra: str = "") -> bool:
-    if req.marker is None:
-        return True
-    try:
-        return bool(req.marker.evaluate({**env, "extra": extra}))
-    except (InvalidMarker, UndefinedComparison, UndefinedEnvironmentName):
-        return True  # cannot tell: judge it, which errs towards reporting
+def _marker_applies(raw: str, req: Requirement, env: Env, extra: str = "") -> bool:
+    return req.marker is None or _marker_verdict(raw, env, extra)
 
 
 def _installed(facts: Mapping[str, Any]) -> dict[str, Mapping[str, Any]]:
@@ -56,22 +92,16 @@ def _installed(facts: Mapping[str, Any]) -> dict[str, Mapping[str, Any]]:
     return {canonicalize_name(name): info for name, info in dists.items() if isinstance(info, Mapping)}
 
 
-def _satisfies(req: Requirement, version: str | None) -> bool | None:
+def _satisfies(raw: str, req: Requirement, version: str | None) -> bool | None:
     """True/False, or None when the installed version does not parse."""
-    if not req.specifier:
-        return True
-    try:
-        # pip check counts pre-releases as satisfying (an installed rc is what runs).
-        return req.specifier.contains(Version(str(version)), prereleases=True)
-    except InvalidVersion:
-        return None
+    return True if not req.specifier else _contains(raw, str(version))
 
 
-def _unmet(req: Requirement, installed: Mapping[str, Mapping[str, Any]]) -> dict[str, Any] | None:
+def _unmet(raw: str, req: Requirement, installed: Mapping[str, Mapping[str, Any]]) -> dict[str, Any] | None:
     info = installed.get(canonicalize_name(req.name))
     if info is None:
         return {"package": req.name, "requirement": str(req), "installed": None, "problem": "missing"}
-    ok = _satisfies(req, info.get("version"))
+    ok = _satisfies(raw, req, info.get("version"))
     if ok is False:
         return {"package": req.name, "requirement": str(req), "installed": info.get("version"),
                 "problem": "conflict"}
@@ -81,26 +111,25 @@ def _unmet(req: Requirement, installed: Mapping[str, Mapping[str, Any]]) -> dict
     return None
 
 
-def _extra_deps(dist: Mapping[str, Any], extras: Iterable[str], env: Mapping[str, str]) -> list[Requirement]:
-    """Requires-Dist entries that an extra (``pkg[extra]``) pulls in."""
+def _extra_deps(dist: Mapping[str, Any], extras: Iterable[str], env: Env) -> list[tuple[str, Requirement]]:
+    """Requires-Dist entries that an extra (``pkg[extra]``) pulls in, with their raw strings."""
     out = []
     for raw in dist.get("requires") or []:
-        try:
-            dep = Requirement(raw)
-        except InvalidRequirement:
+        dep = parse_requirement(raw) if isinstance(raw, str) else None
+        if dep is None:
             continue
-        if dep.marker is not None and any(_marker_applies(dep, env, e) and not _marker_applies(dep, env)
+        if dep.marker is not None and any(_marker_applies(raw, dep, env, e) and not _marker_applies(raw, dep, env)
                                           for e in extras):
-            out.append(dep)
+            out.append((raw, dep))
     return out
 
 
 def check_package(venv: VenvEntry, requirement: str, facts: Mapping[str, Any]) -> CheckResult:
-    req = Requirement(requirement)  # validated by the inventory loader
+    req = parse_requirement(requirement) or Requirement(requirement)  # validated by the inventory loader
     name = canonicalize_name(req.name)
     check = f"package:{name}"
     env = _marker_env(facts)
-    if not _marker_applies(req, env):
+    if not _marker_applies(requirement, req, env):
         return CheckResult(check, "info", f"{requirement}: not required here (marker {req.marker} is false)",
                            None, {"requirement": requirement})
     installed = _installed(facts)
@@ -110,7 +139,7 @@ def check_package(venv: VenvEntry, requirement: str, facts: Mapping[str, Any]) -
                            install_command(venv, requirement), {"requirement": requirement, "installed": None})
     version = info.get("version")
     evidence = {"requirement": requirement, "installed": version}
-    ok = _satisfies(req, version)
+    ok = _satisfies(requirement, req, version)
     if ok is None:
         return CheckResult(check, "warn", f"{req.name} {version}: version does not parse; cannot compare with "
                            f"{req.specifier}", install_command(venv, requirement), evidence)
@@ -118,8 +147,8 @@ def check_package(venv: VenvEntry, requirement: str, facts: Mapping[str, Any]) -
         return CheckResult(check, "fail", f"{req.name} {version} does not satisfy {requirement}",
                            install_command(venv, requirement), evidence)
     if req.extras:
-        missing = [u for dep in _extra_deps(info, sorted(req.extras), env)
-                   if (u := _unmet(dep, installed)) is not None]
+        missing = [u for raw, dep in _extra_deps(info, sorted(req.extras), env)
+                   if (u := _unmet(raw, dep, installed)) is not None]
         if missing:
             evidence["extras_unmet"] = missing
             names = ", ".join(f"{m['requirement']} ({m['installed'] or 'missing'})" for m in missing)
@@ -136,13 +165,12 @@ def check_dependency_conflicts(venv: VenvEntry, facts: Mapping[str, Any]) -> Che
     problems: list[dict[str, Any]] = []
     for dist_name, info in sorted(installed.items()):
         for raw in info.get("requires") or []:
-            try:
-                dep = Requirement(raw)
-            except InvalidRequirement:
+            dep = parse_requirement(raw) if isinstance(raw, str) else None
+            if dep is None:
                 continue  # pip check skips unparsable metadata too
-            if not _marker_applies(dep, env):  # extra == "" drops optional (extra) deps
+            if not _marker_applies(raw, dep, env):  # extra == "" drops optional (extra) deps
                 continue
-            unmet = _unmet(dep, installed)
+            unmet = _unmet(raw, dep, installed)
             if unmet is not None and unmet["problem"] != "unparsable-version":
                 unmet["required_by"] = f"{info.get('name', dist_name)} {info.get('version')}"
                 problems.append(unmet)

@@ -15,30 +15,20 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import os
 import sqlite3
+import sys
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
-from rich.console import Console
-from rich.markup import escape
-from rich.progress import (
-    BarColumn,
-    MofNCompleteColumn,
-    Progress,
-    SpinnerColumn,
-    TextColumn,
-    TimeElapsedColumn,
-)
-from rich.table import Table
 
 from introspect.checks.health import CheckResult, exit_code
 from introspect.checks.history import HistoryStore, default_path
-from introspect.checks.prom import write_prom
 from introspect.cli.connect import ConnectionFlags, executor_for, known_hosts_for, load_inventory_for
 from introspect.client.health import (
     SCHEMA,
@@ -52,7 +42,12 @@ from introspect.client.health import (
 from introspect.errors import UsageError
 from introspect.inventory import HostEntry, Inventory, InventoryError, select_hosts
 from introspect.transport.base import Executor
-from introspect.transport.hostkeys import KnownHosts
+
+if TYPE_CHECKING:  # rich, paramiko and prometheus_client load only when a run uses them
+    from rich.console import Console
+    from rich.table import Table
+
+    from introspect.transport.hostkeys import KnownHosts
 
 STATUS_STYLE = {"pass": "green", "fail": "bold red", "warn": "yellow", "info": "cyan"}
 
@@ -169,6 +164,8 @@ def _check_prom_path(prom: str | None) -> None:
 
 
 def _write_prom(path: str, reports: Sequence[HostReport], started: float, finished: float) -> None:
+    from introspect.checks.prom import write_prom
+
     rows = [row for report in reports for row in report.rows()]
     try:
         write_prom(Path(path).expanduser(), rows, {r.name: r.reachable for r in reports}, started, finished)
@@ -199,12 +196,18 @@ def _argv(hosts_file: str | None, only: Sequence[str], tags: Sequence[str], para
 def _progress(total: int) -> Iterator[Callable[[HostReport], None]]:
     """A callback for each finished host: a rich progress bar with a line per host on a
     terminal; plain lines otherwise (cron mail and journald get one line per host)."""
+    if not _may_be_terminal():  # decided before importing rich: a cron or --json run never loads it
+        yield lambda report: click.echo(_plain_line(report), err=True)
+        return
+    from rich import progress as rp
+    from rich.console import Console
+
     console = Console(stderr=True, highlight=False, soft_wrap=True)
     if not console.is_terminal:
         yield lambda report: click.echo(_plain_line(report), err=True)
         return
-    progress = Progress(SpinnerColumn(), TextColumn("checking hosts"), BarColumn(), MofNCompleteColumn(),
-                        TimeElapsedColumn(), console=console, transient=True)
+    progress = rp.Progress(rp.SpinnerColumn(), rp.TextColumn("checking hosts"), rp.BarColumn(),
+                           rp.MofNCompleteColumn(), rp.TimeElapsedColumn(), console=console, transient=True)
     task = progress.add_task("hosts", total=total)
 
     def done(report: HostReport) -> None:
@@ -213,6 +216,10 @@ def _progress(total: int) -> Iterator[Callable[[HostReport], None]]:
 
     with progress:
         yield done
+
+
+def _may_be_terminal() -> bool:  # False: rich would certainly not see a terminal on stderr
+    return sys.stderr.isatty() or any(os.environ.get(v) for v in ("FORCE_COLOR", "FORCE_TERMINAL", "TTY_COMPATIBLE"))
 
 
 def _counts(results: Iterable[CheckResult]) -> Counter[str]:
@@ -230,6 +237,8 @@ def _plain_line(report: HostReport) -> str:
 
 
 def _rich_line(report: HostReport) -> str:
+    from rich.markup import escape
+
     counts = _counts(r for _, _, r in report.rows())
     name = escape(report.name)
     if not report.reachable:
@@ -263,6 +272,9 @@ def _run_document(reports: Sequence[HostReport], run_id: int, started: float, fi
 
 def _print_summary(reports: Sequence[HostReport], run_id: int, db: Path, seconds: float,
                    fleet: dict[str, Any]) -> None:
+    from rich.console import Console
+    from rich.markup import escape
+
     console = Console(highlight=False, soft_wrap=False)
     console.print(_summary_table(reports))
     problems = [(h, v, r) for report in reports for h, v, r in report.rows() if r.status in ("fail", "warn")
@@ -279,6 +291,9 @@ def _print_summary(reports: Sequence[HostReport], run_id: int, db: Path, seconds
 
 
 def _summary_table(reports: Sequence[HostReport]) -> Table:
+    from rich.markup import escape
+    from rich.table import Table
+
     table = Table(title="introspect health", title_justify="left", title_style="bold")
     for column in ("host", "venv", "pass", "fail", "warn", "info", "drift", "time"):
         table.add_column(column, justify="right" if column not in ("host", "venv") else "left",
@@ -305,6 +320,8 @@ def _count_cells(counts: Counter[str]) -> list[str]:
 
 
 def _print_findings(console: Console, title: str, rows: Sequence[tuple[str, str | None, CheckResult]]) -> None:
+    from rich.markup import escape
+
     if not rows:
         return
     console.print(f"\n[bold]{title}[/]")
@@ -356,6 +373,10 @@ def _emit_history(runs: Sequence[Any], details: Sequence[Any], as_json: bool, pa
             doc["results"] = [{"host": s.host, "venv": s.venv or None, **result_dict(s.result)} for s in details]
         click.echo(json.dumps(doc, indent=2, default=str))
         return
+    from rich.console import Console
+    from rich.markup import escape
+    from rich.table import Table
+
     console = Console(highlight=False, soft_wrap=False)
     if details:
         _print_findings(console, f"Run #{details[0].run_id}", [(s.host, s.venv or None, s.result) for s in details])

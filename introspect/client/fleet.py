@@ -9,8 +9,9 @@ from other fleet tools' trackers (see the shared reference "SSH and fleet pitfal
   slow host costs its own timeout and never delays the others beyond that.
 - sshd's default ``MaxStartups`` (10:30:100) starts refusing unauthenticated
   connections when many arrive at once, which is what a fleet behind one bastion or
-  one sshd with many containers sees. Item starts are staggered: at most one new item
-  (whose first act is its one connect) starts per ``stagger_s``.
+  one sshd with many containers sees. Item starts are staggered beyond a first burst
+  of ``MaxStartups``' start (10): those start at once, then at most one new item (whose
+  first act is its one connect) starts per ``stagger_s``.
 - One host's exception never touches another's result: it is caught in the worker and
   turned into that item's result (``on_error``, else an :class:`ItemFailure`).
 
@@ -37,6 +38,8 @@ T = TypeVar("T")
 R = TypeVar("R")
 
 DEFAULT_STAGGER_S = 0.05
+# sshd's MaxStartups default is "10:30:100": below 10 unauthenticated connections none is refused.
+DEFAULT_BURST = 10
 
 
 @dataclass(frozen=True)
@@ -51,10 +54,12 @@ class ItemFailure(Generic[T]):
 class FleetMonitor:
     """Stagger gate and open-connection counter shared by the runner and the work."""
 
-    def __init__(self, stagger_s: float = DEFAULT_STAGGER_S) -> None:
+    def __init__(self, stagger_s: float = DEFAULT_STAGGER_S, burst: int = DEFAULT_BURST) -> None:
         self.stagger_s = max(0.0, stagger_s)
+        self.burst = max(1, burst)
         self._lock = threading.Lock()
         self._next_start = 0.0  # monotonic time of the next free start slot
+        self._starts = 0
         self._open = 0
         self._max_open = 0
         self._opened: Counter[str] = Counter()
@@ -63,18 +68,27 @@ class FleetMonitor:
 
     # -- staggering ---------------------------------------------------------------
     def wait_turn(self) -> None:
-        """Block until this caller's start slot: slots are ``stagger_s`` apart.
+        """Block until this caller's start slot (see :meth:`reserve`).
 
         The slot is reserved under the lock and slept outside it, so waiting callers
         queue up in order without holding anything.
         """
-        with self._lock:
-            now = time.monotonic()
-            slot = max(now, self._next_start)
-            self._next_start = slot + self.stagger_s
+        slot = self.reserve(time.monotonic())
         delay = slot - time.monotonic()
         if delay > 0:
             self._cancelled.wait(delay)
+
+    def reserve(self, now: float) -> float:
+        """The next start slot at or after ``now``: the first ``burst`` starts at once, then
+        one per ``stagger_s``, the first of those ``stagger_s`` after the last burst start."""
+        with self._lock:
+            self._starts += 1
+            if self._starts <= self.burst:
+                self._next_start = max(self._next_start, now + self.stagger_s)
+                return now
+            slot = max(now, self._next_start)
+            self._next_start = slot + self.stagger_s
+            return slot
 
     # -- connections ----------------------------------------------------------------
     @contextmanager
@@ -133,7 +147,7 @@ class FleetMonitor:
 
     def stats(self) -> dict[str, Any]:
         with self._lock:
-            return {"stagger_s": self.stagger_s, "max_open_connections": self._max_open,
+            return {"stagger_s": self.stagger_s, "burst": self.burst, "max_open_connections": self._max_open,
                     # Connects started (attempts, failed ones included); each host's
                     # report says how many connections its executor really opened.
                     "connects_started": sum(self._opened.values()),
@@ -146,6 +160,7 @@ def run_fleet(
     *,
     parallel: int,
     stagger_s: float = DEFAULT_STAGGER_S,
+    burst: int = DEFAULT_BURST,
     on_done: Callable[[int, T, R | ItemFailure[T]], None] | None = None,
     on_error: Callable[[T, BaseException, float], R] | None = None,
     monitor: FleetMonitor | None = None,
@@ -165,7 +180,7 @@ def run_fleet(
     items = list(items)
     if not items:
         return []
-    monitor = monitor if monitor is not None else FleetMonitor(stagger_s)
+    monitor = monitor if monitor is not None else FleetMonitor(stagger_s, burst)
 
     def guarded(item: T) -> R | ItemFailure[T]:
         monitor.wait_turn()
@@ -206,4 +221,4 @@ def _failure(item: T, error: BaseException, seconds: float,
     return ItemFailure(item, error, seconds)
 
 
-__all__ = ["DEFAULT_STAGGER_S", "FleetMonitor", "ItemFailure", "run_fleet"]
+__all__ = ["DEFAULT_BURST", "DEFAULT_STAGGER_S", "FleetMonitor", "ItemFailure", "run_fleet"]

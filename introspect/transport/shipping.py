@@ -2,15 +2,18 @@
 
 The remote side is never installed: the controller runs ``<python> -B -c BOOT``
 (every word quoted) and sends the envelope on stdin as one JSON line that
-carries the request *and* the source of every module in ``introspect/remote``
-and its sub-packages (``tasks``, ``facts``), with the list of names that are
-packages. BOOT installs an importer serving those sources from memory, checks
+carries the request *and* the source of the modules the task needs, with the
+list of names that are packages. What a task needs is read off the code: the
+runner, the task's module and, for an isolated task, the supervisor, and
+everything they import within ``introspect.remote`` (function-level imports
+included), found by walking their ASTs (:func:`task_modules`). BOOT installs an importer serving those sources from memory, checks
 the Python version and hands over to ``introspect.remote.runner``. The request travels as
 data, so no path or option is ever pasted into a shell line.
 """
 
 from __future__ import annotations
 
+import ast
 import functools
 import json
 import shlex
@@ -86,6 +89,69 @@ def _walk(folder: Traversable, dotted: str, sources: dict[str, str], packages: l
             sources[f"{dotted}.{entry.name[:-3]}"] = entry.read_text(encoding="utf-8")
 
 
+RUNNER = "introspect.remote.runner"
+SUPERVISOR = "introspect.remote.supervisor"
+
+
+def _type_checking_only(tree: ast.AST) -> set[int]:
+    """ids of the nodes under ``if TYPE_CHECKING:`` (never run, so never needed on the host)."""
+    skipped: set[int] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
+            skipped.update(id(inner) for stmt in node.body for inner in ast.walk(stmt))
+    return skipped
+
+
+def _imports(name: str, sources: dict[str, str], packages: tuple[str, ...]) -> set[str]:
+    """The shipped modules ``name`` imports anywhere in its code that runs (relative or absolute)."""
+    found: set[str] = set()
+    base = name if name in packages else name.rpartition(".")[0]
+    tree = ast.parse(sources[name])
+    skipped = _type_checking_only(tree)
+    for node in ast.walk(tree):
+        if id(node) in skipped:
+            continue
+        if isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names if alias.name in sources)
+        elif isinstance(node, ast.ImportFrom):
+            parts = base.split(".")
+            module = ".".join(parts[:len(parts) - node.level + 1]) if node.level else ""
+            module = ".".join(p for p in (module, node.module or "") if p)
+            if module in sources:
+                found.add(module)
+            # ``from ..facts import drafters``: a name may be a sub-module.
+            found.update(f"{module}.{alias.name}" for alias in node.names if f"{module}.{alias.name}" in sources)
+    if name == RUNNER:
+        found.discard(SUPERVISOR)  # imported only for isolated tasks (runner.main): added for those
+    return found
+
+
+@functools.cache
+def task_modules(task: str, isolate: bool = False) -> tuple[str, ...]:
+    """Every module a task can import on the host, and the packages above them, sorted.
+
+    Computed from the code, never listed by hand: the runner (which imports the task
+    module named in its ``TASKS`` table by name), that module, the supervisor when the
+    task is isolated, and the closure of their imports within the shipped package.
+    """
+    from introspect.remote.runner import TASKS
+
+    sources = remote_sources()
+    packages = remote_packages()
+    todo = [RUNNER] + ([TASKS[task][0]] if task in TASKS else []) + ([SUPERVISOR] if isolate else [])
+    needed: set[str] = set()
+    while todo:
+        name = todo.pop()
+        if name in needed:
+            continue
+        needed.add(name)
+        todo.extend(_imports(name, sources, packages) - needed)
+    for name in list(needed):  # importing a.b.c imports a and a.b first
+        parts = name.split(".")
+        needed.update(".".join(parts[:i]) for i in range(1, len(parts)))
+    return tuple(sorted(needed))
+
+
 def boot_source() -> str:
     # The supervisor re-runs BOOT for isolated children, so BOOT carries itself.
     return f"_BOOT = {BOOT!r}\n{BOOT}"
@@ -103,8 +169,17 @@ def command_line(python: str) -> str:
 def envelope(task: str, request: dict[str, Any], *, isolate: bool = False,
              timeout: float | None = None) -> bytes:
     body = {"protocol": PROTOCOL, "probe_version": __version__, "task": task, "request": request,
-            "isolate": isolate, "timeout": timeout, "sources": remote_sources(), "packages": list(remote_packages())}
-    return json.dumps(body).encode("utf-8") + b"\n"
+            "isolate": isolate, "timeout": timeout}
+    return json.dumps(body).encode("utf-8")[:-1] + _shipped(task, isolate) + b"}\n"
+
+
+@functools.cache
+def _shipped(task: str, isolate: bool) -> bytes:
+    """The ``sources`` and ``packages`` members of a task's envelope, encoded once per run (not per host)."""
+    names = task_modules(task, isolate)
+    sources, packages = remote_sources(), set(remote_packages())
+    shipped = {"sources": {n: sources[n] for n in names}, "packages": [n for n in names if n in packages]}
+    return b", " + json.dumps(shipped).encode("utf-8")[1:-1]
 
 
 def parse_reply(stdout: bytes) -> dict[str, Any] | None:

@@ -80,13 +80,22 @@ def test_fleet_staggers_starts() -> None:
 
     stagger = 0.02
     before = time.monotonic()
-    run_fleet(range(6), work, parallel=6, stagger_s=stagger)
+    run_fleet(range(6), work, parallel=6, stagger_s=stagger, burst=1)
     starts.sort()
     # Start slots are `stagger` apart from the first; a thread may start late but never
     # before its slot, so the i-th start is at least i slots after the call. A lower
     # bound only (sleeps never end early): no timing flakiness.
     late = [round(t - before - i * stagger, 4) for i, t in enumerate(starts)]
     assert all(x >= -0.001 for x in late), late
+
+
+def test_fleet_starts_a_max_startups_burst_at_once_then_staggers() -> None:
+    monitor = FleetMonitor(stagger_s=0.05)  # the default burst: sshd's MaxStartups start (10)
+    slots = [monitor.reserve(100.0) for _ in range(13)]
+    assert slots[:10] == [100.0] * 10
+    assert [round(s - 100.0, 3) for s in slots[10:]] == [0.05, 0.1, 0.15]
+    later = monitor.reserve(200.0)  # a start long after the queue drained waits for nobody
+    assert later == 200.0 and monitor.stats()["burst"] == 10
 
 
 def test_fleet_cancel_closes_open_connections() -> None:

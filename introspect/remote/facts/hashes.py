@@ -14,6 +14,7 @@ from typing import Any, List, Optional, Tuple
 from ..contract import ErrorRecord, HashesFacts, error_record, tag
 from ..readers import os_error, read_json_capped, sha256_file
 from ..sections import HashedFile, WeightsHashes
+from . import index
 from .discovery import MAX_NAMES
 from .listing import scan_names
 from .model_summary import WEIGHT_SUFFIXES
@@ -81,6 +82,29 @@ def _collect_hashes(model_path: str, cap: int, facts: HashesFacts) -> Tuple[Hash
     return facts, errors
 
 
+def _index_summary(model_path: str, index_name: str,
+                   cap: int) -> Tuple[Optional[int], Optional[List[str]], Optional[ErrorRecord]]:
+    """(total_size, shard names, error) of the index. The standard index is the one the files and
+    safetensors sections summarise (memoised: a 25 MB index is parsed once per run), read here
+    within this section's own cap; any other ``*.safetensors.index.json`` is read directly."""
+    full = os.path.join(model_path, index_name)
+    if index_name == index.INDEX_NAME:
+        try:
+            size = os.path.getsize(full)
+        except OSError as exc:
+            return None, None, os_error(exc, full)
+        if size <= cap:
+            summary, problem = index.summarize_index(model_path)
+            if summary is not None and (problem is None or problem["type"] != "malformed-index"):
+                return summary["total_size"], list(summary["shards"]), None
+    value, err = read_json_capped(full, cap)
+    meta = (value or {}).get("metadata")
+    total = _int(meta.get("total_size")) if isinstance(meta, dict) else None
+    wmap = (value or {}).get("weight_map")
+    listed = sorted(set(v for v in wmap.values() if isinstance(v, str))) if isinstance(wmap, dict) else None
+    return total, listed, err
+
+
 def _weights(model_path: str, names: List[str], cap: int, errors: List[ErrorRecord]) -> WeightsHashes:
     out = WeightsHashes(index=None, shards={}, missing_shards=[])
     index_name = next((n for n in names if n.endswith(".safetensors.index.json")), None)
@@ -88,16 +112,13 @@ def _weights(model_path: str, names: List[str], cap: int, errors: List[ErrorReco
     if index_name is not None:
         full = os.path.join(model_path, index_name)
         digest, herr = sha256_file(full, limit=cap)
-        index, ierr = read_json_capped(full, cap)
+        total, listed, ierr = _index_summary(model_path, index_name, cap)
         for problem in (herr, ierr):
             if problem is not None:
                 errors.append(tag(problem, PROBE))
-        out["index"] = {"file": index_name, "sha256": digest,
-                        "total_size": _int((index or {}).get("metadata", {}).get("total_size"))
-                        if isinstance((index or {}).get("metadata"), dict) else None}
-        wmap = (index or {}).get("weight_map")
-        if isinstance(wmap, dict):
-            shard_names = sorted(set(v for v in wmap.values() if isinstance(v, str)))
+        out["index"] = {"file": index_name, "sha256": digest, "total_size": total}
+        if listed is not None:
+            shard_names = listed
     for shard in shard_names:
         if "/" in shard or shard.startswith(".."):
             continue  # an index naming files outside the dir is not followed

@@ -23,6 +23,7 @@ from typing import Any, Dict, List, Optional, Tuple
 
 from ..contract import DEFAULT_MAX_HEADER, ShardSummary, TensorGroup
 from ..readers import json_safe, os_error, reject_constant
+from .header_scan import scan_header
 
 # --------------------------------------------------------------------------- header summary
 
@@ -62,19 +63,20 @@ def _data_end(entry: Dict[str, Any]) -> Optional[int]:
 # For names joined one per line: the first all-digit component of each line, or '' (the
 # optional group keeps exactly one match per line, so results stay aligned with names).
 _FIRST_NUMBER = re.compile(r"^(?:(?:[^.\n]*\.)*?([0-9]+)(?=\.|$))?[^\n]*$", re.M)
-# A run of digits with '.', a newline or an end on both sides (a single-class lookaround
-# is about twice as fast over 200k names as an alternation of lookbehinds).
-_NUMBER_ML = re.compile(r"(?<![^.\n])[0-9]+(?![^.\n])")
+# A run of digits after a '.' with '.', a newline or the end after it. Every line is given a
+# leading '.' so that a name's first component needs no look-behind: a literal first character
+# lets the regex engine skip ahead, about 6x faster over 200k names than a look-behind class.
+_DOT_NUMBER = re.compile(r"\.[0-9]+(?![^.\n])")
 
 
 def _templates(names: List[str]) -> Tuple[List[str], List[str]]:
     """Templates and first numbers of many names at once: two C-level regex passes over
     the joined names instead of a Python loop per tensor (200k+ in a 1T checkpoint)."""
     joined = "\n".join(names)
-    if any("\n" in name for name in names):  # a name with a newline would break the alignment
+    if joined.count("\n") != max(0, len(names) - 1):  # a name with a newline would break the alignment
         pairs = [template_of(name) for name in names]
         return [t for t, _ in pairs], ["" if n is None else str(n) for _, n in pairs]
-    templates = _NUMBER_ML.sub("#", joined).split("\n")
+    templates = _DOT_NUMBER.sub(".#", "." + joined.replace("\n", "\n."))[1:].split("\n.")
     firsts = _FIRST_NUMBER.findall(joined)
     if len(templates) != len(names) or len(firsts) != len(names):  # defensive: never misalign
         pairs = [template_of(name) for name in names]
@@ -141,6 +143,14 @@ def parse_header(raw: bytes) -> Tuple[Optional[Dict[str, Any]], Optional[Dict[st
 
 
 
+def _scanned(raw: bytes) -> Optional[Dict[str, Any]]:
+    """The regex fast path's summary (same result, a fraction of the time), or None."""
+    try:
+        return scan_header(raw.decode("utf-8"))
+    except (UnicodeDecodeError, RecursionError):
+        return None
+
+
 def _clip(text: str, limit: int = 300) -> str:
     return text if len(text) <= limit else text[:limit] + "..."
 
@@ -195,11 +205,13 @@ def _read_shard(path: str, max_header: int, shard: ShardSummary) -> None:
 
 
 def _summarise_into(shard: ShardSummary, raw: bytes, data_size: int) -> None:
-    header, err = parse_header(raw)
-    if header is None:
-        shard["error"] = err
-        return
-    summary = summarize_header(header)
+    summary = _scanned(raw)
+    if summary is None:  # not canonical (or not even JSON): the JSON path decides
+        header, err = parse_header(raw)
+        if header is None:
+            shard["error"] = err
+            return
+        summary = summarize_header(header)
     shard["groups"] = summary["groups"]
     shard["tensors"] = summary["tensors"]
     shard["metadata"] = summary["metadata"]
