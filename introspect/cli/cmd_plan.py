@@ -6,7 +6,6 @@ drafter config skeleton derived from the target.
 
 from __future__ import annotations
 
-import json
 import re
 from typing import Any
 
@@ -16,11 +15,13 @@ from introspect.analysis.drafter_plan import drafter_config, spread_layer_ids
 from introspect.analysis.plan import DEFAULT_FRACTION, GpuBudget
 from introspect.analysis.result import PROFILE_SCHEMA
 from introspect.analysis.serving import replan
+from introspect.cli.session import session
 from introspect.client.documents import read_document
 from introspect.errors import InputError, UsageError
 from introspect.remote.contract import as_dict
 
 DRAFTER_KINDS = ("dflash", "eagle3")
+PLAN_SCHEMA = "introspect.plan/v1"
 _UNITS = {"": 1, "b": 1, "kb": 10**3, "mb": 10**6, "gb": 10**9, "tb": 10**12,
           "k": 2**10, "m": 2**20, "g": 2**30, "t": 2**40,
           "kib": 2**10, "mib": 2**20, "gib": 2**30, "tib": 2**40}
@@ -89,13 +90,14 @@ def plan(profile_file: str, gpus: int | None, gpu_mem: str | None, mem_fraction:
     if emit:
         write_drafter_config(profile, emit[0], emit[1], draft_layers)
     if as_json:
-        click.echo(json.dumps(profile["plan"], indent=2))
-    else:
-        from rich.console import Console
+        from introspect.cli.jsonout import echo_json
 
+        echo_json(profile["plan"], PLAN_SCHEMA)
+    elif not session().quiet:
         from introspect.cli.render_serving import plan_section
+        from introspect.cli.render_term import make_console
 
-        Console(highlight=False, soft_wrap=False).print(plan_section(profile))
+        make_console().print(plan_section(profile))
     if profile["plan"].get("best") is None:
         click.echo(f"error: {profile['plan'].get('reason')}", err=True)
         click.echo("fix: add GPUs, use GPUs with more memory, or a smaller (more quantized) checkpoint", err=True)

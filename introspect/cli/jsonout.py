@@ -1,0 +1,50 @@
+"""Every JSON document the CLI prints: its ``schema``, the tool's version, and errors as documents.
+
+A script reading ``--json`` output always gets exactly one document on stdout: the
+command's own, or ``{"schema": "introspect.error/v1", ..., "error": {code, message, fix}}``
+when the command failed before it could print one.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+import click
+
+from introspect import __version__
+from introspect.cli.session import session
+
+ERROR_SCHEMA = "introspect.error/v1"
+VERSION_KEY = "introspect_version"
+
+
+def stamped(document: dict[str, Any], schema: str | None = None) -> dict[str, Any]:
+    """``document`` with ``schema`` and ``introspect_version`` as its first keys (a copy)."""
+    name = schema or document.get("schema")
+    if not name:
+        raise ValueError("a JSON document needs a schema")  # a bug in the caller
+    rest = {k: v for k, v in document.items() if k not in ("schema", VERSION_KEY)}
+    return {"schema": name, VERSION_KEY: __version__, **rest}
+
+
+def dumps(document: dict[str, Any]) -> str:
+    return json.dumps(document, indent=2, default=str)
+
+
+def echo_json(document: dict[str, Any], schema: str | None = None) -> None:
+    """Print one stamped document on stdout (and remember that one was printed)."""
+    click.echo(dumps(stamped(document, schema)))
+    session().json_printed = True
+
+
+def error_code(kind: str) -> str:
+    """``HostUnreachable`` -> ``host-unreachable``: a stable, greppable name of the cause."""
+    return re.sub(r"(?<=[a-z0-9])(?=[A-Z])", "-", kind).lower()
+
+
+def error_document(code: str, message: str, fix: str | None, exit_code: int,
+                   host: str | None = None) -> dict[str, Any]:
+    return stamped({"error": {"code": code, "message": message, "fix": fix, "exit_code": exit_code,
+                              "host": host}}, ERROR_SCHEMA)
