@@ -24,6 +24,7 @@ from introspect.cli.connect import (
     load_inventory_for,
 )
 from introspect.cli.jsonout import echo_json
+from introspect.cli.progress import Phases
 from introspect.cli.session import session
 from introspect.client.diff import LiveOptions, parse_side, profiles_for
 from introspect.errors import EXIT_FINDINGS, EXIT_OK, UsageError
@@ -121,7 +122,9 @@ def diff(a: str, b: str, only: tuple[str, ...], as_json: bool, venv: str | None,
     def make_executor(host: str) -> tuple[Executor, HostEntry | None]:
         return executor_for(dataclasses.replace(flags, host=host), inventory, known_hosts)
 
-    profile_a, profile_b = profiles_for(sides, make_executor, opts)
+    with Phases("probing " + " and ".join(side for side, s in zip((a, b), sides, strict=True) if s.file is None)
+                if live else "reading the profiles"):
+        profile_a, profile_b = profiles_for(sides, make_executor, opts)
     result = diff_profiles(profile_a, profile_b, only or GROUPS)
     if as_json:
         echo_json(result, DIFF_SCHEMA)

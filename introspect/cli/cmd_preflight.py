@@ -11,6 +11,7 @@ from rich.markup import escape
 from introspect.checks.preflight import Check, ready
 from introspect.cli.connect import ConnectionFlags, connection_options, executor_for, load_inventory_for
 from introspect.cli.jsonout import echo_json
+from introspect.cli.progress import Phases
 from introspect.cli.render_term import Col, make_console, print_fixes, print_rows
 from introspect.cli.session import session
 from introspect.client.preflight import (
@@ -61,7 +62,8 @@ def preflight(model: str, venv: str | None, python_exe: str | None, endpoint: st
     validate(request)
     inventory = load_inventory_for(flags.hosts_file) if flags.host else None
     executor, entry = executor_for(flags, inventory)
-    report = run_preflight(request, executor, entry, local=not flags.host)
+    with Phases(f"checking {model} on {flags.host or 'this machine'}"):
+        report = run_preflight(request, executor, entry, local=not flags.host)
     if as_json:
         echo_json(report.document)
     elif not session().quiet:

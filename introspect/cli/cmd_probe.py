@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from introspect.analysis.profile import build_profile, exit_code
+from introspect.api import fatal_input
 from introspect.cli.connect import (
     ConnectionFlags,
     connection_options,
@@ -23,8 +24,8 @@ from introspect.cli.outcome import Finished, Notice, combined, notice
 from introspect.cli.progress import Phases, host_rows
 from introspect.cli.session import session
 from introspect.client.documents import read_document
-from introspect.client.model import DEFAULT_DEADLINE_S, ProbeOutcome, ProbeRequest, probe_hosts, probe_model
-from introspect.errors import EXIT_USAGE, InterpreterError, IntrospectError, UsageError
+from introspect.client.model import DEFAULT_DEADLINE_S, ProbeRequest, probe_hosts, probe_model
+from introspect.errors import UsageError
 from introspect.remote.contract import (
     DEFAULT_FILES_TIMEOUT,
     DEFAULT_JSON_CAP,
@@ -55,23 +56,6 @@ def emit(profile: dict[str, Any], *, as_json: bool, output: str | None) -> None:
         from introspect.cli.render import print_report  # rich only for the human report
 
         print_report(profile)
-
-
-# Model-directory states after which nothing was read: the report would be all unknowns.
-NOTHING_READ = {"not-found", "not-a-directory", "permission-denied", "symlink-loop"}
-
-
-def fatal_input(outcome: ProbeOutcome) -> IntrospectError | None:
-    """A missing model dir or an unusable venv/interpreter: one error and exit 2, no report."""
-    if outcome.code != EXIT_USAGE:
-        return None
-    fatal = outcome.raw.get("fatal") or {}
-    if fatal.get("exit_code") == EXIT_USAGE:
-        kind: type[IntrospectError] = InterpreterError if fatal.get("type") == "InterpreterError" else UsageError
-        return kind(str(fatal.get("message")), hint=fatal.get("hint"), host=fatal.get("host") or None)
-    if (outcome.raw.get("files") or {}).get("status") in NOTHING_READ and isinstance(outcome.error, UsageError):
-        return outcome.error
-    return None
 
 
 @click.command("probe")
