@@ -22,7 +22,7 @@ from introspect.cli.connect import (
 )
 from introspect.cli.jsonout import echo_json
 from introspect.cli.outcome import Finished, Notice, combined, notice
-from introspect.cli.progress import host_rows
+from introspect.cli.progress import Phases, host_rows
 from introspect.cli.render import human_bytes, human_count
 from introspect.cli.render_term import Col, make_console, print_rows
 from introspect.cli.session import session
@@ -175,8 +175,12 @@ def models(roots: tuple[str, ...], hf_cache: str | None, venv: str | None, pytho
     options = DiscoverOptions(max_depth=max_depth, use_hf_scanner=not no_hf_scanner, hf_cache=hf_cache,
                               timeout=timeout)
     workers = parallel or (inventory.defaults.parallel if inventory else 8)
-    with host_rows(len(jobs), "listing models", _progress_row) as on_done:
-        results = discover_hosts(jobs, make_executor, options, parallel=workers, on_done=on_done)
+    if len(jobs) == 1:
+        with Phases(f"listing models on {jobs[0].name}"):
+            results = discover_hosts(jobs, make_executor, options, parallel=workers)
+    else:
+        with host_rows(len(jobs), "listing models", _progress_row) as on_done:
+            results = discover_hosts(jobs, make_executor, options, parallel=workers, on_done=on_done)
     if len(results) == 1 and results[0].error is not None:
         raise results[0].error  # one host: the CLI's one error line and exit code
     if as_json_flag:
