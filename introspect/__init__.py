@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any
 __version__ = "0.1.0"
 __all__ = ["SSH", "__version__", "health", "preflight", "probe"]
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # pyproject's mypy overrides keep the remote side's 3.8 check out of the API
     from introspect.api import SSH, health, preflight, probe
 
 

@@ -15,9 +15,10 @@ from introspect.analysis.drafter_plan import drafter_config, spread_layer_ids
 from introspect.analysis.plan import DEFAULT_FRACTION, GpuBudget
 from introspect.analysis.result import PROFILE_SCHEMA
 from introspect.analysis.serving import replan
+from introspect.cli.outcome import Finished, Notice
 from introspect.cli.session import session
 from introspect.client.documents import read_document
-from introspect.errors import InputError, UsageError
+from introspect.errors import EXIT_FINDINGS, InputError, UsageError
 from introspect.remote.contract import as_dict
 
 DRAFTER_KINDS = ("dflash", "eagle3")
@@ -76,7 +77,7 @@ def write_drafter_config(profile: dict[str, Any], kind: str, path: str, draft_la
               help="Write a DFlash or EAGLE-3 drafter config skeleton: KIND FILE.")
 @click.option("--draft-layers", type=click.IntRange(1, 64), help="DFlash draft layers (target layer ids).")
 def plan(profile_file: str, gpus: int | None, gpu_mem: str | None, mem_fraction: float, as_json: bool,
-         emit: tuple[str, str] | None, draft_layers: int | None) -> int:
+         emit: tuple[str, str] | None, draft_layers: int | None) -> Finished:
     """Which TP / EP / PP layouts fit, with how much KV cache, from a saved profile."""
     profile = read_profile(profile_file)
     probed = as_dict(as_dict(profile.get("plan")).get("gpus"))
@@ -99,7 +100,6 @@ def plan(profile_file: str, gpus: int | None, gpu_mem: str | None, mem_fraction:
 
         make_console().print(plan_section(profile))
     if profile["plan"].get("best") is None:
-        click.echo(f"error: {profile['plan'].get('reason')}", err=True)
-        click.echo("fix: add GPUs, use GPUs with more memory, or a smaller (more quantized) checkpoint", err=True)
-        return 1
-    return 0
+        return Finished(EXIT_FINDINGS, (Notice(str(profile["plan"].get("reason")), "add GPUs, use GPUs with more "
+                                               "memory, or a smaller (more quantized) checkpoint", kind="NoLayoutFits"),))
+    return Finished(0)
