@@ -19,7 +19,7 @@ from introspect.cli.connect import (
     known_hosts_for,
     load_inventory_for,
 )
-from introspect.cli.jsonout import echo_json, stamped
+from introspect.cli.jsonout import echo_json, error_of, stamped
 from introspect.cli.outcome import Finished, Notice, combined, notice
 from introspect.cli.progress import Phases, host_rows
 from introspect.cli.session import session
@@ -108,16 +108,18 @@ def probe(as_json: bool, output: str | None, save_raw: str | None, all_hosts: bo
         phases.phase(f"probing {request.model} on {where}: files, headers, tokenizer")
         outcome = probe_model(request, executor, entry)
     fatal = fatal_input(outcome)
-    if fatal is not None:
-        raise fatal
+    if fatal is not None and not as_json:
+        raise fatal  # nothing was read: one error and fix, no report of unknowns
     if save_raw:
         write_json(save_raw, outcome.raw)
     if emit_drafter:
         from introspect.cli.cmd_plan import write_drafter_config
 
         write_drafter_config(outcome.profile, emit_drafter[0], emit_drafter[1])
-    emit(outcome.profile, as_json=as_json, output=output)
-    return Finished(outcome.code, (notice(outcome.error),) if outcome.error else ())
+    error = fatal or outcome.error
+    document = outcome.profile if error is None else {**outcome.profile, "error": error_of(error, outcome.code)}
+    emit(document, as_json=as_json, output=output)
+    return Finished(outcome.code, (notice(error),) if error else ())
 
 
 def probe_fleet(request: ProbeRequest, flags: ConnectionFlags, only: tuple[str, ...], tags: tuple[str, ...],

@@ -66,11 +66,12 @@ def test_missing_model_dir_is_one_error_no_report(capsys, tmp_path: Path) -> Non
                                 ["fix: pass --model the directory that holds config.json"])
 
 
-def test_missing_venv_is_one_error_document(capsys, tmp_path: Path) -> None:
+def test_missing_venv_under_json_is_one_document_with_the_error(capsys, tmp_path: Path) -> None:
     code, out, err = cli(capsys, "probe", "--model", str(tmp_path), "--venv", str(tmp_path / "venv"), "--json",
                          "--no-cache")
     assert code == 2
-    doc = json.loads(out)
+    doc = json.loads(out)  # the profile with what was gathered, and the error that stopped the run
+    assert doc["schema"] == "introspect.profile/v1" and doc["error"]["exit_code"] == 2
     assert doc["error"]["code"] == "interpreter-error" and str(tmp_path / "venv") in doc["error"]["message"]
     errors, fixes = error_lines(err)
     assert len(errors) == 1 and len(fixes) == 1 and "--venv" in fixes[0]
