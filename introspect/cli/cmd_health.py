@@ -272,7 +272,7 @@ def _print_summary(reports: Sequence[HostReport], run_id: int, db: Path, seconds
     console.print(f"{len(reports)} host(s), {down} unreachable, {verdict} in {seconds:.1f} s "
                   f"(at most {fleet['max_open_connections']} connection(s) open; --parallel {fleet['parallel']}); "
                   f"run #{run_id} stored in {escape(str(db))}", soft_wrap=True)
-    print_fixes(console, fixes)
+    print_fixes(console, fixes, gap=True)
 
 
 SUMMARY_COLUMNS = [Col("host"), Col("venv"), *(Col(s, "num") for s in ("pass", "fail", "warn", "info", "drift")),

@@ -83,4 +83,4 @@ def print_checklist(checks: list[Check], target: dict[str, Any], console: Consol
     counts = {s: sum(1 for c in checks if c.status == s) for s in ("pass", "warn", "fail", "skipped")}
     console.print(f"{verdict}: {counts['pass']} passed, {counts['warn']} warnings, {counts['fail']} failed"
                   + (f", {counts['skipped']} skipped" if counts["skipped"] else ""))
-    print_fixes(console, [c.fix for c in checks if c.fix and c.status != "pass"])
+    print_fixes(console, [c.fix for c in checks if c.fix and c.status != "pass"], gap=True)

@@ -98,12 +98,15 @@ class Fixes:
             self.items.append(text)
 
 
-def print_fixes(console: Console, fixes: Fixes | Sequence[str]) -> None:
+def print_fixes(console: Console, fixes: Fixes | Sequence[str], *, gap: bool = False) -> None:
+    """``gap``: a blank line first (after a report that does not end with one)."""
     from rich.markup import escape
 
     items = fixes.items if isinstance(fixes, Fixes) else list(dict.fromkeys(fixes))
     if not items:
         return
+    if gap:
+        console.print()
     console.print("[bold]To fix:[/]")
     for fix in items:
         console.print("  " + escape(fix), soft_wrap=True)
