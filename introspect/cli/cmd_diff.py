@@ -23,6 +23,9 @@ from introspect.cli.connect import (
     known_hosts_for,
     load_inventory_for,
 )
+from introspect.cli.jsonout import echo_json
+from introspect.cli.progress import Phases
+from introspect.cli.session import session
 from introspect.client.diff import LiveOptions, parse_side, profiles_for
 from introspect.errors import EXIT_FINDINGS, EXIT_OK, UsageError
 from introspect.remote.contract import DEFAULT_FILES_TIMEOUT, DEFAULT_JSON_CAP, DEFAULT_TOKENIZER_TIMEOUT
@@ -32,7 +35,8 @@ if TYPE_CHECKING:
     from introspect.inventory import HostEntry
 
 _SHA_RE = re.compile(r"^[0-9a-f]{64}$")
-MAX_VALUE = 100  # characters of one value shown in the human output
+MAX_VALUE = 100  # characters of one value shown in the human output (all of it with --wide)
+DIFF_SCHEMA = "introspect.diff/v1"
 
 
 # --------------------------------------------------------------------------- output
@@ -42,6 +46,8 @@ def show(value: Any) -> str:
     if isinstance(value, str) and _SHA_RE.match(value):
         return value[:12]
     text = "-" if value is None else (value if isinstance(value, str) else json.dumps(value))
+    if session().wide:
+        return text
     return text if len(text) <= MAX_VALUE else text[: MAX_VALUE - 3] + "..."
 
 
@@ -116,11 +122,13 @@ def diff(a: str, b: str, only: tuple[str, ...], as_json: bool, venv: str | None,
     def make_executor(host: str) -> tuple[Executor, HostEntry | None]:
         return executor_for(dataclasses.replace(flags, host=host), inventory, known_hosts)
 
-    profile_a, profile_b = profiles_for(sides, make_executor, opts)
+    with Phases("probing " + " and ".join(side for side, s in zip((a, b), sides, strict=True) if s.file is None)
+                if live else "reading the profiles"):
+        profile_a, profile_b = profiles_for(sides, make_executor, opts)
     result = diff_profiles(profile_a, profile_b, only or GROUPS)
     if as_json:
-        click.echo(json.dumps(result, indent=2))
-    else:
+        echo_json(result, DIFF_SCHEMA)
+    elif not session().quiet:
         print_human(result)
     return EXIT_OK if result["identical"] else EXIT_FINDINGS
 

@@ -14,7 +14,6 @@ dataclasses; this module turns them into a progress display, a table or JSON.
 from __future__ import annotations
 
 import dataclasses
-import json
 import os
 import sqlite3
 import sys
@@ -30,6 +29,10 @@ import click
 from introspect.checks.health import CheckResult, exit_code
 from introspect.checks.history import HistoryStore, default_path
 from introspect.cli.connect import ConnectionFlags, executor_for, known_hosts_for, load_inventory_for
+from introspect.cli.jsonout import echo_json
+from introspect.cli.outcome import combined
+from introspect.cli.render_term import Col, Fixes, make_console, print_fixes, print_rows
+from introspect.cli.session import session
 from introspect.client.health import (
     SCHEMA,
     HealthOptions,
@@ -39,15 +42,21 @@ from introspect.client.health import (
     report_dict,
     result_dict,
 )
-from introspect.errors import UsageError
+from introspect.errors import EXIT_UNREACHABLE, UsageError
 from introspect.inventory import HostEntry, Inventory, InventoryError, select_hosts
 from introspect.transport.base import Executor
 
 if TYPE_CHECKING:  # rich, paramiko and prometheus_client load only when a run uses them
     from rich.console import Console
-    from rich.table import Table
 
     from introspect.transport.hostkeys import KnownHosts
+
+HISTORY_SCHEMA = "introspect.history/v1"
+def escape(text: str) -> str:
+    from rich.markup import escape as rich_escape  # rich loads only when a run prints for people
+
+    return rich_escape(text)
+
 
 STATUS_STYLE = {"pass": "green", "fail": "bold red", "warn": "yellow", "info": "cyan"}
 
@@ -117,11 +126,11 @@ def health(hosts_file: str | None, only: tuple[str, ...], tags: tuple[str, ...],
     with _open_store(db) as store, _progress(len(hosts)) as on_done:
         run = check_and_record(hosts, factory, store, parallel=workers, options=options, argv=argv,
                                on_done=on_done)
-    code = exit_code(all_results(run.reports))
+    # One rule for every command (cli/outcome.py): a host that could not be reached is exit 3.
+    code = combined([exit_code(all_results(run.reports)), *(EXIT_UNREACHABLE for r in run.reports if not r.reachable)])
     if as_json:
-        click.echo(json.dumps(_run_document(run.reports, run.run_id, run.started, run.finished, code, run.fleet),
-                              indent=2, default=str))
-    else:
+        echo_json(_run_document(run.reports, run.run_id, run.started, run.finished, code, run.fleet))
+    elif not session().quiet:
         _print_summary(run.reports, run.run_id, store.path, run.finished - run.started, run.fleet)
     if prom:  # after the report: a failed write must not hide the results
         _write_prom(prom, run.reports, run.started, run.finished)
@@ -196,13 +205,16 @@ def _argv(hosts_file: str | None, only: Sequence[str], tags: Sequence[str], para
 def _progress(total: int) -> Iterator[Callable[[HostReport], None]]:
     """A callback for each finished host: a rich progress bar with a line per host on a
     terminal; plain lines otherwise (cron mail and journald get one line per host)."""
+    if session().quiet:
+        yield lambda report: None
+        return
     if not _may_be_terminal():  # decided before importing rich: a cron or --json run never loads it
         yield lambda report: click.echo(_plain_line(report), err=True)
         return
     from rich import progress as rp
     from rich.console import Console
 
-    console = Console(stderr=True, highlight=False, soft_wrap=True)
+    console = Console(stderr=True, highlight=False, soft_wrap=True, emoji=False)
     if not console.is_terminal:
         yield lambda report: click.echo(_plain_line(report), err=True)
         return
@@ -237,8 +249,6 @@ def _plain_line(report: HostReport) -> str:
 
 
 def _rich_line(report: HostReport) -> str:
-    from rich.markup import escape
-
     counts = _counts(r for _, _, r in report.rows())
     name = escape(report.name)
     if not report.reachable:
@@ -272,46 +282,42 @@ def _run_document(reports: Sequence[HostReport], run_id: int, started: float, fi
 
 def _print_summary(reports: Sequence[HostReport], run_id: int, db: Path, seconds: float,
                    fleet: dict[str, Any]) -> None:
-    from rich.console import Console
-    from rich.markup import escape
-
-    console = Console(highlight=False, soft_wrap=False)
-    console.print(_summary_table(reports))
+    console = make_console()
+    print_rows(console, *_summary_rows(reports), title="introspect health")
     problems = [(h, v, r) for report in reports for h, v, r in report.rows() if r.status in ("fail", "warn")
                 and not r.check.startswith("drift:")]
     drift_rows = [(h, v, r) for report in reports for h, v, r in report.rows() if r.check.startswith("drift:")]
-    _print_findings(console, "Problems", problems)
-    _print_findings(console, "Drift since the previous run", drift_rows)
+    fixes = Fixes()
+    _print_findings(console, "Problems", problems, fixes)
+    _print_findings(console, "Drift since the previous run", drift_rows, fixes)
     failed = sum(r.status == "fail" for r in all_results(reports))
     down = sum(not r.reachable for r in reports)
     verdict = "[green]all healthy[/]" if not failed else f"[bold red]{failed} check(s) failed[/]"
     console.print(f"{len(reports)} host(s), {down} unreachable, {verdict} in {seconds:.1f} s "
                   f"(at most {fleet['max_open_connections']} connection(s) open; --parallel {fleet['parallel']}); "
-                  f"run #{run_id} stored in {escape(str(db))}")
+                  f"run #{run_id} stored in {escape(str(db))}", soft_wrap=True)
+    print_fixes(console, fixes, gap=True)
 
 
-def _summary_table(reports: Sequence[HostReport]) -> Table:
-    from rich.markup import escape
-    from rich.table import Table
+SUMMARY_COLUMNS = [Col("host"), Col("venv"), *(Col(s, "num") for s in ("pass", "fail", "warn", "info", "drift")),
+                   Col("time", "num")]
 
-    table = Table(title="introspect health", title_justify="left", title_style="bold")
-    for column in ("host", "venv", "pass", "fail", "warn", "info", "drift", "time"):
-        table.add_column(column, justify="right" if column not in ("host", "venv") else "left",
-                         overflow="fold")
+
+def _summary_rows(reports: Sequence[HostReport]) -> tuple[list[Col], list[list[str]]]:
+    rows: list[list[str]] = []
     for report in reports:
         host_counts = _counts(report.host_results)
         if not report.reachable or not report.venvs:
             status = "[bold red]unreachable[/]" if not report.reachable else "[dim](no venvs)[/]"
-            table.add_row(escape(report.name), status, *_count_cells(host_counts), "",
-                          f"{report.seconds:.1f}s")
+            rows.append([escape(report.name), status, *_count_cells(host_counts), "", f"{report.seconds:.1f}s"])
             if not report.reachable:
                 continue
         for venv in report.venvs:
             counts = _counts(venv.results)
             drift_cell = f"[yellow]{len(venv.drift)}[/]" if venv.drift else ""
-            table.add_row(escape(report.name), escape(venv.path), *_count_cells(counts), drift_cell,
-                          f"{report.seconds:.1f}s")
-    return table
+            rows.append([escape(report.name), escape(venv.path), *_count_cells(counts), drift_cell,
+                         f"{report.seconds:.1f}s"])
+    return SUMMARY_COLUMNS, rows
 
 
 def _count_cells(counts: Counter[str]) -> list[str]:
@@ -319,18 +325,20 @@ def _count_cells(counts: Counter[str]) -> list[str]:
             for s in ("pass", "fail", "warn", "info")]
 
 
-def _print_findings(console: Console, title: str, rows: Sequence[tuple[str, str | None, CheckResult]]) -> None:
-    from rich.markup import escape
-
+def _print_findings(console: Console, title: str, rows: Sequence[tuple[str, str | None, CheckResult]],
+                    fixes: Fixes | None = None) -> None:
     if not rows:
         return
     console.print(f"\n[bold]{title}[/]")
     for host, venv, r in rows:
         where = f"{host}:{venv}" if venv else host
+        # Soft-wrapped: the terminal wraps a long line, so a path or package name is never split by us.
         console.print(f"  [{STATUS_STYLE[r.status]}]{r.status:4}[/] {escape(where)} {escape(r.check)}: "
-                      f"{escape(r.message)}")
-        if r.fix:
-            console.print(f"       [dim]fix:[/] {escape(r.fix)}")
+                      f"{escape(r.message)}", soft_wrap=True)
+        if r.fix and fixes is not None:
+            fixes.add(r.fix)
+        elif r.fix:
+            console.print(f"       [dim]fix:[/] {escape(r.fix)}", soft_wrap=True)
 
 
 # =========================================================================== history
@@ -371,31 +379,30 @@ def _emit_history(runs: Sequence[Any], details: Sequence[Any], as_json: bool, pa
         doc = {"db": str(path), "runs": [_run_summary(run, (problems or {}).get(run.id, [])) for run in runs]}
         if details:
             doc["results"] = [{"host": s.host, "venv": s.venv or None, **result_dict(s.result)} for s in details]
-        click.echo(json.dumps(doc, indent=2, default=str))
+        echo_json(doc, HISTORY_SCHEMA)
         return
-    from rich.console import Console
-    from rich.markup import escape
-    from rich.table import Table
-
-    console = Console(highlight=False, soft_wrap=False)
+    if session().quiet:
+        return
+    console = make_console()
     if details:
         _print_findings(console, f"Run #{details[0].run_id}", [(s.host, s.venv or None, s.result) for s in details])
         return
     if not runs:
-        console.print(f"no runs recorded in {escape(str(path))} yet")
+        console.print(f"no runs recorded in {escape(str(path))} yet", soft_wrap=True)
         return
-    table = Table(title=f"introspect health runs ({escape(str(path))})", title_justify="left")
-    for column in ("run", "started", "took", "hosts", "pass", "fail", "warn", "info"):
-        table.add_column(column, justify="left" if column == "started" else "right", no_wrap=True)
-    # The command is the least important column: it gets what width is left, cut short.
-    table.add_column("command", overflow="ellipsis", no_wrap=True)
+    rows = []
     for run in runs:
         took = f"{run.finished_at - run.started_at:.1f}s" if run.finished_at else "?"
-        table.add_row(str(run.id), _when(run.started_at), took, str(run.hosts),
-                      *_count_cells(Counter({"pass": run.passed, "fail": run.failed, "warn": run.warned,
-                                             "info": run.info})),
-                      escape(" ".join(run.argv)))
-    console.print(table)
+        rows.append([str(run.id), _when(run.started_at), took, str(run.hosts),
+                     *_count_cells(Counter({"pass": run.passed, "fail": run.failed, "warn": run.warned,
+                                            "info": run.info})),
+                     escape(" ".join(run.argv))])
+    # The command is the least important column: last, and folded to what width is left.
+    print_rows(console, HISTORY_COLUMNS, rows, title=f"introspect health runs ({escape(str(path))})")
+
+
+HISTORY_COLUMNS = [Col("run", "num"), Col("started"), Col("took", "num"),
+                   *(Col(s, "num") for s in ("hosts", "pass", "fail", "warn", "info")), Col("command", "text")]
 
 
 def _run_summary(run: Any, problems: Sequence[Any]) -> dict[str, Any]:

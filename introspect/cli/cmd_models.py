@@ -8,13 +8,10 @@ own lines; the other hosts' listings are unaffected.
 from __future__ import annotations
 
 import dataclasses
-import json
 from typing import Any
 
 import click
-from rich.console import Console
 from rich.markup import escape
-from rich.table import Table
 
 from introspect.cli.connect import (
     ConnectionFlags,
@@ -23,8 +20,12 @@ from introspect.cli.connect import (
     known_hosts_for,
     load_inventory_for,
 )
-from introspect.cli.outcome import Finished, Notice, notice
+from introspect.cli.jsonout import echo_json
+from introspect.cli.outcome import Finished, Notice, combined, notice
+from introspect.cli.progress import Phases, host_rows
 from introspect.cli.render import human_bytes, human_count
+from introspect.cli.render_term import Col, make_console, print_rows
+from introspect.cli.session import session
 from introspect.client.discover import (
     DEFAULT_MAX_DEPTH,
     DEFAULT_TIMEOUT,
@@ -68,36 +69,44 @@ def _drafter(model: dict[str, Any]) -> str:
     return "-"
 
 
-def models_table(results: list[HostResult], show_host: bool) -> Table:
-    table = Table(show_header=True, header_style="bold", box=None, padding=(0, 2), pad_edge=False)
-    columns = (["host"] if show_host else []) + ["model", "type", "layers", "params (total / active)",
-                                                  "quantization", "size", "tokenizer", "drafter"]
-    for name in columns:
-        table.add_column(name, no_wrap=True, overflow="fold")
+MODEL_COLUMNS = (Col("model"), Col("type"), Col("layers", "num"), Col("params (total / active)", "num"),
+                 Col("quantization", "text"), Col("size", "num"), Col("tokenizer", "text"),
+                 Col("drafter", "text"))
+
+
+def model_rows(results: list[HostResult], show_host: bool) -> tuple[list[Col], list[list[str]]]:
+    cols = ([Col("host")] if show_host else []) + list(MODEL_COLUMNS)
+    rows = []
     for result in results:
         for model in result.models:
             row = [result.job.name] if show_host else []
             row += [model["name"], _type(model), str(model.get("layers") or "-"), _params(model),
                     model.get("quantization") or "-", human_bytes(model.get("size")),
                     model.get("tokenizer") or "-", _drafter(model)]
-            table.add_row(*(escape(str(cell)) for cell in row))
-    return table
+            rows.append([escape(str(cell)) for cell in row])
+    return cols, rows
 
 
 def print_human(results: list[HostResult]) -> list[Notice]:
-    console = Console(highlight=False, soft_wrap=False)
-    if not console.is_terminal:
+    console = make_console()
+    if not console.is_terminal and not session().wide:
         console.width = WIDE
     show_host = len(results) > 1 or results[0].job.name != "local"
     total = sum(len(r.models) for r in results)
     if total:
-        console.print(models_table(results, show_host))
+        print_rows(console, *model_rows(results, show_host))
     for result in results:
         if result.error is None and not result.models:
             click.echo(f"{result.job.name}: no model directories found (roots: "
                        f"{', '.join(result.job.roots or result.job.optional_roots)}; HF cache: "
                        f"{(result.facts.get('hf_cache') or {}).get('path')})")
     return problems(results)
+
+
+def _progress_row(result: HostResult) -> str:
+    if result.error is not None:
+        return f"[bold red]✗[/] {escape(result.job.name)} {escape(result.error.one_line())}"
+    return f"[green]✓[/] {escape(result.job.name)} {len(result.models)} model(s)"
 
 
 def problems(results: list[HostResult]) -> list[Notice]:
@@ -166,15 +175,21 @@ def models(roots: tuple[str, ...], hf_cache: str | None, venv: str | None, pytho
     options = DiscoverOptions(max_depth=max_depth, use_hf_scanner=not no_hf_scanner, hf_cache=hf_cache,
                               timeout=timeout)
     workers = parallel or (inventory.defaults.parallel if inventory else 8)
-    results = discover_hosts(jobs, make_executor, options, parallel=workers)
+    if len(jobs) == 1:
+        with Phases(f"listing models on {jobs[0].name}"):
+            results = discover_hosts(jobs, make_executor, options, parallel=workers)
+    else:
+        with host_rows(len(jobs), "listing models", _progress_row) as on_done:
+            results = discover_hosts(jobs, make_executor, options, parallel=workers, on_done=on_done)
     if len(results) == 1 and results[0].error is not None:
         raise results[0].error  # one host: the CLI's one error line and exit code
     if as_json_flag:
-        click.echo(json.dumps(as_json(results), indent=2))
+        echo_json(as_json(results))
         # Only errors here: the warnings are in the JSON document already.
+        notices = problems([r for r in results if r.error is not None])
+    elif session().quiet:
         notices = problems([r for r in results if r.error is not None])
     else:
         notices = print_human(results)
-    failures = [r.error.exit_code for r in results if r.error is not None]
-    return Finished(max(failures) if failures else 0, tuple(notices))
+    return Finished(combined(r.error.exit_code for r in results if r.error is not None), tuple(notices))
 

@@ -6,7 +6,6 @@ drafter config skeleton derived from the target.
 
 from __future__ import annotations
 
-import json
 import re
 from typing import Any
 
@@ -16,11 +15,14 @@ from introspect.analysis.drafter_plan import drafter_config, spread_layer_ids
 from introspect.analysis.plan import DEFAULT_FRACTION, GpuBudget
 from introspect.analysis.result import PROFILE_SCHEMA
 from introspect.analysis.serving import replan
+from introspect.cli.outcome import Finished, Notice
+from introspect.cli.session import session
 from introspect.client.documents import read_document
-from introspect.errors import InputError, UsageError
+from introspect.errors import EXIT_FINDINGS, InputError, UsageError
 from introspect.remote.contract import as_dict
 
 DRAFTER_KINDS = ("dflash", "eagle3")
+PLAN_SCHEMA = "introspect.plan/v1"
 _UNITS = {"": 1, "b": 1, "kb": 10**3, "mb": 10**6, "gb": 10**9, "tb": 10**12,
           "k": 2**10, "m": 2**20, "g": 2**30, "t": 2**40,
           "kib": 2**10, "mib": 2**20, "gib": 2**30, "tib": 2**40}
@@ -75,7 +77,7 @@ def write_drafter_config(profile: dict[str, Any], kind: str, path: str, draft_la
               help="Write a DFlash or EAGLE-3 drafter config skeleton: KIND FILE.")
 @click.option("--draft-layers", type=click.IntRange(1, 64), help="DFlash draft layers (target layer ids).")
 def plan(profile_file: str, gpus: int | None, gpu_mem: str | None, mem_fraction: float, as_json: bool,
-         emit: tuple[str, str] | None, draft_layers: int | None) -> int:
+         emit: tuple[str, str] | None, draft_layers: int | None) -> Finished:
     """Which TP / EP / PP layouts fit, with how much KV cache, from a saved profile."""
     profile = read_profile(profile_file)
     probed = as_dict(as_dict(profile.get("plan")).get("gpus"))
@@ -89,15 +91,15 @@ def plan(profile_file: str, gpus: int | None, gpu_mem: str | None, mem_fraction:
     if emit:
         write_drafter_config(profile, emit[0], emit[1], draft_layers)
     if as_json:
-        click.echo(json.dumps(profile["plan"], indent=2))
-    else:
-        from rich.console import Console
+        from introspect.cli.jsonout import echo_json
 
+        echo_json(profile["plan"], PLAN_SCHEMA)
+    elif not session().quiet:
         from introspect.cli.render_serving import plan_section
+        from introspect.cli.render_term import make_console
 
-        Console(highlight=False, soft_wrap=False).print(plan_section(profile))
+        make_console().print(plan_section(profile))
     if profile["plan"].get("best") is None:
-        click.echo(f"error: {profile['plan'].get('reason')}", err=True)
-        click.echo("fix: add GPUs, use GPUs with more memory, or a smaller (more quantized) checkpoint", err=True)
-        return 1
-    return 0
+        return Finished(EXIT_FINDINGS, (Notice(str(profile["plan"].get("reason")), "add GPUs, use GPUs with more "
+                                               "memory, or a smaller (more quantized) checkpoint", kind="NoLayoutFits"),))
+    return Finished(0)

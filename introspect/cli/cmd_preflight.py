@@ -2,16 +2,18 @@
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 import click
 from rich.console import Console
 from rich.markup import escape
-from rich.table import Table
 
 from introspect.checks.preflight import Check, ready
 from introspect.cli.connect import ConnectionFlags, connection_options, executor_for, load_inventory_for
+from introspect.cli.jsonout import echo_json
+from introspect.cli.progress import Phases
+from introspect.cli.render_term import Col, make_console, print_fixes, print_rows
+from introspect.cli.session import session
 from introspect.client.preflight import (
     DEFAULT_ENDPOINT_TIMEOUT,
     DEFAULT_MIN_FREE_GB,
@@ -22,7 +24,9 @@ from introspect.client.preflight import (
 )
 from introspect.errors import EXIT_FINDINGS, EXIT_OK
 
-ICONS = {"pass": "[green]✔ pass[/]", "warn": "[yellow]! warn[/]", "fail": "[bold red]✘ fail[/]"}
+ICONS = {"pass": "[green]✔ pass[/]", "warn": "[yellow]! warn[/]", "fail": "[bold red]✘ fail[/]",
+         "skipped": "[dim]- skipped[/]"}
+CHECK_COLUMNS = (Col(""), Col("check"), Col("result", "text"))
 
 
 @click.command("preflight")
@@ -58,30 +62,25 @@ def preflight(model: str, venv: str | None, python_exe: str | None, endpoint: st
     validate(request)
     inventory = load_inventory_for(flags.hosts_file) if flags.host else None
     executor, entry = executor_for(flags, inventory)
-    report = run_preflight(request, executor, entry, local=not flags.host)
+    with Phases(f"checking {model} on {flags.host or 'this machine'}"):
+        report = run_preflight(request, executor, entry, local=not flags.host)
     if as_json:
-        click.echo(json.dumps(report.document, indent=2, default=str))
-    else:
+        echo_json(report.document)
+    elif not session().quiet:
         print_checklist(report.checks, report.target)
     return EXIT_OK if report.ready else EXIT_FINDINGS
 
 
 def print_checklist(checks: list[Check], target: dict[str, Any], console: Console | None = None) -> None:
-    """The human report: one row per check, its fix under it, and the verdict."""
-    console = console or Console()
+    """The human report: one row per check, the verdict, then every distinct fix (unwrapped)."""
+    console = console or make_console()
     where = target.get("host") or "local"
     console.print(f"[bold]Preflight[/] {escape(str(target.get('model_path')))} on {escape(str(where))} "
-                  f"with {escape(str(target.get('python')))}")
-    table = Table(show_header=False, box=None, padding=(0, 1))
-    table.add_column(no_wrap=True)
-    table.add_column(style="bold", no_wrap=True)
-    table.add_column(overflow="fold")
-    for check in checks:
-        table.add_row(ICONS[check.status], check.name, escape(check.message))
-        if check.fix and check.status != "pass":
-            table.add_row("", "", f"[cyan]fix:[/] {escape(check.fix)}")
-    console.print(table)
+                  f"with {escape(str(target.get('python')))}", soft_wrap=True)
+    rows = [[ICONS[check.status], escape(check.name), escape(check.message)] for check in checks]
+    print_rows(console, CHECK_COLUMNS, rows, header=False)
     verdict = "[bold green]READY[/]" if ready(checks) else "[bold red]NOT READY[/]"
-    counts = {s: sum(1 for c in checks if c.status == s) for s in ("pass", "warn", "fail")}
-    console.print(f"{verdict}: {counts['pass']} passed, {counts['warn']} warnings, {counts['fail']} failed")
-
+    counts = {s: sum(1 for c in checks if c.status == s) for s in ("pass", "warn", "fail", "skipped")}
+    console.print(f"{verdict}: {counts['pass']} passed, {counts['warn']} warnings, {counts['fail']} failed"
+                  + (f", {counts['skipped']} skipped" if counts["skipped"] else ""))
+    print_fixes(console, [c.fix for c in checks if c.fix and c.status != "pass"], gap=True)

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from introspect.analysis.profile import build_profile, exit_code
+from introspect.api import fatal_input
 from introspect.cli.connect import (
     ConnectionFlags,
     connection_options,
@@ -18,7 +19,10 @@ from introspect.cli.connect import (
     known_hosts_for,
     load_inventory_for,
 )
-from introspect.cli.outcome import Finished, Notice, notice
+from introspect.cli.jsonout import echo_json, error_of, stamped
+from introspect.cli.outcome import Finished, Notice, combined, notice
+from introspect.cli.progress import Phases, host_rows
+from introspect.cli.session import session
 from introspect.client.documents import read_document
 from introspect.client.model import DEFAULT_DEADLINE_S, ProbeRequest, probe_hosts, probe_model
 from introspect.errors import UsageError
@@ -44,11 +48,12 @@ def write_json(path: str, data: Any) -> None:
 
 
 def emit(profile: dict[str, Any], *, as_json: bool, output: str | None) -> None:
+    document = stamped(profile)
     if output:
-        write_json(output, profile)
+        write_json(output, document)
     if as_json:
-        click.echo(json.dumps(profile, indent=2))
-    else:
+        echo_json(document)
+    elif not session().quiet:
         from introspect.cli.render import print_report  # rich only for the human report
 
         print_report(profile)
@@ -85,12 +90,13 @@ def emit(profile: dict[str, Any], *, as_json: bool, output: str | None) -> None:
 @click.option("--tags", multiple=True, help="Fleet mode: inventory hosts with one of these tags.")
 @click.option("--parallel", type=click.IntRange(1, 1024), default=None,
               help="Fleet mode: hosts probed at once (default: the inventory's, 8).")
+@click.option("--full", is_flag=True, help="Fleet mode: every host's full report after the one-row-per-host summary.")
 @click.option("--emit-drafter-config", "emit_drafter", nargs=2,
               type=(click.Choice(("dflash", "eagle3")), click.Path(dir_okay=False)),
               help="Also write a DFlash or EAGLE-3 drafter config skeleton for this target: KIND FILE.")
 @connection_options
 def probe(as_json: bool, output: str | None, save_raw: str | None, all_hosts: bool, only: tuple[str, ...],
-          tags: tuple[str, ...], parallel: int | None, emit_drafter: tuple[str, str] | None,
+          tags: tuple[str, ...], parallel: int | None, full: bool, emit_drafter: tuple[str, str] | None,
           **kwargs: Any) -> Finished:
     """Profile a model directory: architecture, experts, tokenizer, chat template, venv, engines, GPUs, plan."""
     flags = ConnectionFlags.from_kwargs(kwargs)
@@ -98,24 +104,32 @@ def probe(as_json: bool, output: str | None, save_raw: str | None, all_hosts: bo
     if all_hosts or only or tags:
         if emit_drafter:
             raise UsageError("--emit-drafter-config takes one target", hint="probe one host, or drop the flag")
-        return probe_fleet(request, flags, only, tags, parallel, as_json=as_json, output=output)
+        return probe_fleet(request, flags, only, tags, parallel, as_json=as_json, output=output, full=full)
     inventory = load_inventory_for(flags.hosts_file) if flags.host else None
     executor, entry = executor_for(flags, inventory)
-    outcome = probe_model(request, executor, entry)
+    where = flags.host or "this machine"
+    with Phases(f"connecting to {where}") as phases:
+        executor.connect()  # kept open: probe_model's `with executor` reuses this connection
+        phases.phase(f"probing {request.model} on {where}: files, headers, tokenizer")
+        outcome = probe_model(request, executor, entry)
+    fatal = fatal_input(outcome)
+    if fatal is not None and not as_json:
+        raise fatal  # nothing was read: one error and fix, no report of unknowns
     if save_raw:
         write_json(save_raw, outcome.raw)
     if emit_drafter:
         from introspect.cli.cmd_plan import write_drafter_config
 
         write_drafter_config(outcome.profile, emit_drafter[0], emit_drafter[1])
-    emit(outcome.profile, as_json=as_json, output=output)
-    return Finished(outcome.code, (notice(outcome.error),) if outcome.error else ())
+    error = fatal or outcome.error
+    document = outcome.profile if error is None else {**outcome.profile, "error": error_of(error, outcome.code)}
+    emit(document, as_json=as_json, output=output)
+    return Finished(outcome.code, (notice(error),) if error else ())
 
 
 def probe_fleet(request: ProbeRequest, flags: ConnectionFlags, only: tuple[str, ...], tags: tuple[str, ...],
-                parallel: int | None, *, as_json: bool, output: str | None) -> Finished:
+                parallel: int | None, *, as_json: bool, output: str | None, full: bool) -> Finished:
     """The same probe on many inventory hosts: one connection each, a bounded staggered pool."""
-    from introspect.cli.render import print_report
     from introspect.inventory import InventoryError, select_hosts
 
     inventory = load_inventory_for(flags.hosts_file, required=True)
@@ -130,21 +144,25 @@ def probe_fleet(request: ProbeRequest, flags: ConnectionFlags, only: tuple[str, 
     def make_executor(entry: HostEntry) -> Executor:
         return executor_for(dataclasses.replace(flags, host=entry.name), inventory, known_hosts)[0]
 
-    results, stats = probe_hosts(request, hosts, make_executor, parallel=parallel or inventory.defaults.parallel)
+    from introspect.cli.render_fleet import progress_row
+
+    with host_rows(len(hosts), f"probing {request.model}", progress_row) as on_done:
+        results, stats = probe_hosts(request, hosts, make_executor,
+                                     parallel=parallel or inventory.defaults.parallel, on_done=on_done)
     document = {"schema": "introspect.fleet-profiles/v1", "model": request.model, "hosts": results,
                 "fleet": stats}
     if output:
-        write_json(output, document)
+        write_json(output, stamped(document))
     if as_json:
-        click.echo(json.dumps(document, indent=2))
-    else:
-        for item in results:
-            click.echo(f"\n=== {item['host']} (exit {item['exit_code']}) ===")
-            if item["profile"] is not None:
-                print_report(item["profile"])
-    notices = tuple(Notice(f"{item['host']}: {item['error'].get('message')}", item["error"].get("hint"))
+        echo_json(document)
+    elif not session().quiet:
+        from introspect.cli.render_fleet import print_fleet
+
+        print_fleet(results, full=full)
+    notices = tuple(Notice(f"{item['host']}: {item['error'].get('message')}", item["error"].get("hint"),
+                           kind=item["error"].get("type"))
                     for item in results if item["error"])
-    return Finished(max((int(item["exit_code"]) for item in results), default=0), notices)
+    return Finished(combined(int(item["exit_code"]) for item in results), notices)
 
 
 @click.command("profile")

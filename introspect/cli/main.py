@@ -2,7 +2,9 @@
 
 The commands contain no error handling of their own: every IntrospectError
 reaching ``main()`` is printed as one ``error:`` line plus one ``fix:`` line,
-and its exit code returned. ``--debug`` shows the traceback instead.
+and its exit code returned (the rule is in :mod:`introspect.cli.outcome`).
+``--debug`` (anywhere on the line) adds the traceback and keeps the exit code.
+With ``--json`` a failure is also one ``introspect.error/v1`` document on stdout.
 """
 
 from __future__ import annotations
@@ -10,11 +12,15 @@ from __future__ import annotations
 import importlib
 import logging
 import sys
+import traceback
 
 import click
 
+from introspect import __version__
+from introspect.cli.jsonout import dumps, error_code, error_document
 from introspect.cli.outcome import Finished, Notice, notice
-from introspect.errors import EXIT_USAGE, IntrospectError
+from introspect.cli.session import session, start_session
+from introspect.errors import EXIT_FINDINGS, EXIT_USAGE, IntrospectError
 
 # command name -> "module:attribute". Commands are imported only when used, so that
 # `introspect probe` does not pay for importing health, preflight, prometheus_client...
@@ -27,6 +33,7 @@ LAZY_COMMANDS = {
     "models": "introspect.cli.cmd_models:models",
     "diff": "introspect.cli.cmd_diff:diff",
     "plan": "introspect.cli.cmd_plan:plan",
+    "env": "introspect.cli.cmd_env:env",
 }
 
 
@@ -43,17 +50,22 @@ class LazyGroup(click.Group):
 
 
 @click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
-@click.option("--debug", is_flag=True, help="Show tracebacks and remote stderr.")
-@click.version_option(package_name="introspect")
+# The three global flags are taken out of argv by main() wherever they stand (see
+# cli/session.py); they are declared here for --help.
+@click.option("--debug", is_flag=True, help="Also show tracebacks and library logs (exit codes stay the same).")
+@click.option("--quiet", is_flag=True, help="Print only error/fix lines (and --json's document); no report, "
+              "progress or warnings.")
+@click.option("--wide", is_flag=True, help="Tables as wide as their content instead of folded to the terminal.")
+@click.version_option(version=__version__, prog_name="introspect")
 @click.pass_context
-def cli(ctx: click.Context, debug: bool) -> None:
-    """Remote model introspection over SSH: architecture, experts, tokenizer and venv health."""
+def cli(ctx: click.Context, debug: bool, quiet: bool, wide: bool) -> None:
+    """Remote model introspection over SSH: architecture, experts, tokenizer and venv health.
+
+    Exit codes: 0 ok, 1 findings or failed checks, 2 bad usage or input, 3 host unreachable,
+    authentication refused or host key rejected. --debug, --quiet and --wide go anywhere.
+    """
     ctx.ensure_object(dict)
-    ctx.obj["debug"] = debug
-
-
-def _debug_requested(argv: list[str]) -> bool:
-    return "--debug" in argv
+    ctx.obj["debug"] = session().debug
 
 
 def _quiet_libraries(debug: bool) -> None:
@@ -69,8 +81,10 @@ def _quiet_libraries(debug: bool) -> None:
 
 
 def print_notices(notices: tuple[Notice, ...] | list[Notice]) -> None:
-    """The one printer of ``error:``/``fix:`` lines (stderr, in the order given)."""
+    """The one printer of ``error:``/``fix:`` lines (stderr, in the order given, never wrapped)."""
     for item in notices:
+        if item.level == "warning" and session().quiet:
+            continue
         click.echo(f"{item.level}: {item.text}", err=True)
         if item.hint:
             click.echo(f"fix: {item.hint}", err=True)
@@ -83,41 +97,55 @@ def warning_notices() -> list[Notice]:
     return [Notice(line, level="warning") for line in lines]
 
 
+def finish(notices: list[Notice], code: int) -> int:
+    """Print the notices; under --json, also the error document when no document was printed."""
+    print_notices(notices)
+    state = session()
+    errors = [n for n in notices if n.level == "error"]
+    if state.json and not state.json_printed and code != 0 and errors:
+        first = errors[0]
+        click.echo(dumps(error_document(error_code(first.kind or "error"), first.text, first.hint, code,
+                                          first.host)))
+        state.json_printed = True
+    return code
+
+
+def _usage_notice(exc: click.ClickException) -> Notice:
+    ctx = getattr(exc, "ctx", None)
+    where = ctx.command_path if ctx is not None else "introspect"
+    return Notice(exc.format_message(), f"see `{where} --help`", kind="UsageError")
+
+
 def main(argv: list[str] | None = None) -> int:
-    argv = list(sys.argv[1:] if argv is None else argv)
-    _quiet_libraries(_debug_requested(argv))
+    argv = start_session(list(sys.argv[1:] if argv is None else argv))
+    debug = session().debug
+    _quiet_libraries(debug)
     try:
         result = cli.main(args=argv, prog_name="introspect", standalone_mode=False)
         if isinstance(result, Finished):
-            print_notices([*warning_notices(), *result.notices])
-            return result.code
-        print_notices(warning_notices())
-        return int(result or 0)
+            return finish([*warning_notices(), *result.notices], result.code)
+        return finish(warning_notices(), int(result or 0))
     except IntrospectError as exc:
-        if _debug_requested(argv):
-            raise
-        print_notices([*warning_notices(), notice(exc)])
-        return exc.exit_code
+        if debug:
+            traceback.print_exc()
+        return finish([*warning_notices(), notice(exc)], exc.exit_code)
     except click.exceptions.Exit as exc:
         return int(exc.exit_code)
     except click.Abort:
         # click turns Ctrl-C into Abort; by now the executors closed their channels.
-        print_notices([Notice("interrupted; remote probes were stopped")])
-        return 130
+        return finish([Notice("interrupted; remote probes were stopped", kind="Interrupted")], 130)
     except click.ClickException as exc:
-        exc.show()
-        return EXIT_USAGE
+        return finish([_usage_notice(exc)], EXIT_USAGE)
     except KeyboardInterrupt:
-        print_notices([Notice("interrupted; remote probes were stopped")])
-        return 130
+        return finish([Notice("interrupted; remote probes were stopped", kind="Interrupted")], 130)
     except BrokenPipeError:
         return 0
     except Exception as exc:  # noqa: BLE001 - the last line of defence: never a raw traceback
-        if _debug_requested(argv):
-            raise
-        print_notices([Notice(f"internal error: {type(exc).__name__}: {exc}",
-                              "rerun with --debug and report the traceback")])
-        return 1
+        if debug:
+            traceback.print_exc()
+        return finish([Notice(f"internal error: {type(exc).__name__}: {exc}",
+                              "rerun with --debug and report the traceback (and `introspect env`)",
+                              kind="InternalError")], EXIT_FINDINGS)
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -3,14 +3,26 @@
 Commands render their report and return a :class:`Finished`; ``main`` is the only
 place that writes ``error:``/``fix:`` (and ``warning:``) lines, after the report, so
 every failure reads the same whichever command met it.
+
+One exit-code rule for every command (documented in the README):
+
+- 0: everything asked for was done and nothing failed;
+- 1: the run completed but found problems (error findings, failed checks, differences);
+- 2: bad usage or bad input (flags, inventory, a missing model dir or venv, a file that is no profile);
+- 3: a host could not be reached, refused authentication or showed a wrong host key.
+
+A run over several hosts (or two diff operands) exits with the highest code of any of
+them (:func:`combined`): one unreachable host makes the whole run 3, as a cron job must
+notice.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Literal
 
-from introspect.errors import IntrospectError
+from introspect.errors import EXIT_OK, IntrospectError
 
 
 @dataclass(frozen=True)
@@ -20,6 +32,8 @@ class Notice:
     text: str
     hint: str | None = None
     level: Literal["error", "warning"] = "error"
+    kind: str | None = None  # the exception class behind an error (its --json error code)
+    host: str | None = None
 
 
 @dataclass(frozen=True)
@@ -31,4 +45,9 @@ class Finished:
 def notice(exc: IntrospectError, where: str | None = None) -> Notice:
     """The notice of ``exc`` (its one line), prefixed with ``where:`` when given."""
     text = exc.one_line()
-    return Notice(f"{where}: {text}" if where else text, exc.hint)
+    return Notice(f"{where}: {text}" if where else text, exc.hint, kind=type(exc).__name__, host=exc.host or where)
+
+
+def combined(codes: Iterable[int]) -> int:
+    """The exit code of a run over several units (hosts, operands): the highest of theirs."""
+    return max(codes, default=EXIT_OK)

@@ -14,6 +14,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from introspect.analysis.result import target_where
+from introspect.cli.render_term import Fixes, make_console, print_fixes
 from introspect.remote.contract import as_dict
 
 SEVERITY_STYLE = {"error": "bold red", "warning": "yellow", "info": "cyan"}
@@ -221,8 +222,6 @@ def findings_section(profile: dict[str, Any]) -> Table:
         item = as_dict(item)
         style = SEVERITY_STYLE.get(str(item.get("severity")), "")
         text = f"[{style}]{escape(str(item.get('code')))}[/{style}]: {escape(str(item.get('message')))}"
-        if item.get("fix"):
-            text += f"\n  fix: {escape(str(item.get('fix')))}"
         table.add_row(f"[{style}]{item.get('severity')}[/{style}]", text)
     return table
 
@@ -231,12 +230,21 @@ SECTIONS = (model_section, architecture_section, experts_section, tokenizer_sect
             environment_section, findings_section)
 
 
+def report_fixes(profile: dict[str, Any]) -> Fixes:
+    """The findings' fixes, each once, in finding order (the report's "To fix:" block)."""
+    fixes = Fixes()
+    for item in profile.get("findings") or []:
+        fixes.add(as_dict(item).get("fix"))
+    return fixes
+
+
 def print_report(profile: dict[str, Any], console: Console | None = None) -> None:
     from introspect.cli.render_serving import SERVING_SECTIONS  # imports this module's helpers
     from introspect.cli.render_witnesses import witnesses_section
 
-    console = console or Console(highlight=False, soft_wrap=False)
+    console = console or make_console()
     sections = SECTIONS[:2] + (witnesses_section,) + SECTIONS[2:-1] + SERVING_SECTIONS + SECTIONS[-1:]
     for section in sections:
         console.print(section(profile))
         console.print()
+    print_fixes(console, report_fixes(profile))

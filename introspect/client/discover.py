@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 
 from introspect.analysis.architecture import analyze_architecture
 from introspect.analysis.speculative import describe_drafter
-from introspect.client.fleet import DEFAULT_STAGGER_S, FleetMonitor, run_fleet
+from introspect.client.fleet import DEFAULT_STAGGER_S, FleetMonitor, ItemFailure, run_fleet
 from introspect.client.hub import first_message
 from introspect.errors import IntrospectError, RemoteError
 from introspect.remote.contract import DEFAULT_FILES_TIMEOUT, as_dict, interpreter
@@ -239,9 +239,15 @@ def _unexpected(job: HostJob, exc: BaseException, _seconds: float) -> HostResult
 
 
 def discover_hosts(jobs: list[HostJob], make_executor: Callable[[HostJob], Executor], options: DiscoverOptions,
-                   *, parallel: int) -> list[HostResult]:
-    """Every job at once on the shared fleet runner (bounded, staggered), results in job order."""
+                   *, parallel: int, on_done: Callable[[HostResult], None] | None = None) -> list[HostResult]:
+    """Every job at once on the shared fleet runner (bounded, staggered), results in job order.
+    ``on_done(result)`` runs in the calling thread as each host finishes (a progress display)."""
     monitor = FleetMonitor(DEFAULT_STAGGER_S)
+
+    def done(_index: int, job: HostJob, result: HostResult | ItemFailure[HostJob]) -> None:
+        if on_done is not None:
+            on_done(result if isinstance(result, HostResult) else _unexpected(job, result.error, result.seconds))
+
     results = run_fleet(jobs, lambda job: run_job(job, make_executor, options, monitor),
-                        parallel=parallel, on_error=_unexpected, monitor=monitor)
+                        parallel=parallel, on_error=_unexpected, monitor=monitor, on_done=done)
     return [r if isinstance(r, HostResult) else _unexpected(r.item, r.error, r.seconds) for r in results]

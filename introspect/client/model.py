@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 
 from introspect.analysis.profile import build_profile, exit_code
 from introspect.client.cache import ProbeCache, cache_key
-from introspect.client.fleet import FleetMonitor, run_fleet
+from introspect.client.fleet import FleetMonitor, ItemFailure, run_fleet
 from introspect.client.hub import is_repo_id, resolve_model
 from introspect.client.runner import Channel, ChannelResult, error_record, run_channels, target_of
 from introspect.errors import ConnectError, IntrospectError, ModelPathError
@@ -245,11 +245,13 @@ def run_error(raw: dict[str, Any]) -> IntrospectError | None:
 
 
 def probe_hosts(request: ProbeRequest, hosts: Sequence[HostEntry], make_executor: Callable[[HostEntry], Executor],
-                *, parallel: int) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+                *, parallel: int, on_done: Callable[[dict[str, Any]], None] | None = None,
+                ) -> tuple[list[dict[str, Any]], dict[str, Any]]:
     """The same probe on many inventory hosts: one connection each, a bounded staggered pool.
 
     Returns one item per host, in ``hosts`` order (``host``, ``exit_code``, ``profile``,
-    ``error``), and the fleet's connection counters.
+    ``error``), and the fleet's connection counters. ``on_done(item)`` is called in the
+    calling thread as each host finishes (a progress display).
     """
     monitor = FleetMonitor()
 
@@ -266,6 +268,10 @@ def probe_hosts(request: ProbeRequest, hosts: Sequence[HostEntry], make_executor
                                                                         "message": str(exc), "hint": None}
         return {"host": entry.name, "exit_code": code, "profile": None, "error": error}
 
-    results = run_fleet(hosts, work, parallel=parallel, on_error=failed, monitor=monitor)
+    def done(_index: int, entry: HostEntry, result: dict[str, Any] | ItemFailure[HostEntry]) -> None:
+        if on_done is not None:
+            on_done(result if isinstance(result, dict) else failed(entry, result.error, result.seconds))
+
+    results = run_fleet(hosts, work, parallel=parallel, on_error=failed, monitor=monitor, on_done=done)
     items = [r if isinstance(r, dict) else failed(r.item, r.error, r.seconds) for r in results]
     return items, monitor.stats()

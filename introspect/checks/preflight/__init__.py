@@ -6,7 +6,7 @@ checks out. No I/O, no transformers. Seven checks, one module each, in this orde
 ``tokenizer``, ``chat-template``, ``loss-masks``, ``mask-token``, ``ids``,
 ``endpoint``, ``disk-and-packages``.
 
-Each is pass, warn or fail with the evidence it judged and, when action is needed,
+Each is pass, warn, fail or skipped (it could not run: an earlier check failed and says why) with the evidence it judged and, when action is needed,
 the exact fix (a command, a setting, a file edit). ``ready()`` is false when any
 check fails; warnings never block, they name what the pipeline must do differently.
 """
@@ -17,7 +17,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from introspect.checks.preflight.chat_template import check_chat_template
-from introspect.checks.preflight.common import CHECK_NAMES, TITLES, Check, Status, ready
+from introspect.checks.preflight.common import CHECK_NAMES, TITLES, Check, Status, ready, skip_repeats
 from introspect.checks.preflight.disk_packages import check_disk_and_packages
 from introspect.checks.preflight.endpoint import check_endpoint
 from introspect.checks.preflight.ids import check_ids
@@ -32,7 +32,7 @@ def evaluate(evidence: Mapping[str, Any], *, min_free_gb: float, pip: str = "pyt
     """The seven checks, in order. ``pip`` is the install command of the pipeline's venv
     (``<venv>/bin/pip``), used verbatim in fixes."""
     model = model_path or as_dict(evidence.get("model")).get("path") or "<model>"
-    return [
+    return skip_repeats([
         check_tokenizer(evidence, pip),
         check_chat_template(evidence),
         check_loss_masks(evidence),
@@ -40,7 +40,7 @@ def evaluate(evidence: Mapping[str, Any], *, min_free_gb: float, pip: str = "pyt
         check_ids(evidence),
         check_endpoint(evidence, model),
         check_disk_and_packages(evidence, min_free_gb, pip),
-    ]
+    ])
 
 
 __all__ = ["CHECK_NAMES", "TITLES", "Check", "Status", "evaluate", "ready"]

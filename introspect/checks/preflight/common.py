@@ -3,12 +3,13 @@
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Literal
 
 from introspect.remote.contract import as_list
 
-Status = Literal["pass", "warn", "fail"]
+# "skipped": the check could not run because another one failed first (that one names the cause).
+Status = Literal["pass", "warn", "fail", "skipped"]
 Problem = tuple[Status, str, str | None]  # (status, message, fix) of one finding inside a check
 Part = tuple[Status, str, str | None, dict[str, Any]]  # the same, with its evidence
 GB = 1e9
@@ -24,7 +25,7 @@ TITLES = {
     "endpoint": "Serving endpoint",
     "disk-and-packages": "Disk space and pipeline packages",
 }
-RANK = {"pass": 0, "warn": 1, "fail": 2}
+RANK = {"skipped": 0, "pass": 0, "warn": 1, "fail": 2}
 SHOWN = 8  # items of a list quoted in a message
 
 
@@ -67,7 +68,8 @@ def no_evidence(name: str, evidence: Mapping[str, Any], what: str, error: dict[s
     timed_out = any(e.get("type") in ("timeout", "ProbeTimeout") for e in errors)
     fix = ("raise --timeout (the tokenizer part was killed at its deadline)" if timed_out
            else "rerun with --debug to see the remote side's stderr")
-    return Check(name, "fail", {"errors": errors[:3]}, fix, f"no evidence for {what}: {reason}")
+    return Check(name, "fail", {"errors": errors[:3], "missing_evidence": reason}, fix,
+                 f"no evidence for {what}: {reason}")
 
 
 def quote(ids: Iterable[Any]) -> str:
@@ -85,8 +87,22 @@ def needs_tokenizer(name: str, evidence: Mapping[str, Any]) -> Check:
     tok, err = section(evidence, "tokenizer")
     if tok is None:
         return no_evidence(name, evidence, "the tokenizer", err)
-    return Check(name, "fail", {"tokenizer_loaded": False}, "make the tokenizer load first (see the tokenizer check)",
-                 "not checked: the tokenizer did not load")
+    return Check(name, "skipped", {"tokenizer_loaded": False}, None, "not checked: the tokenizer did not load")
+
+
+def skip_repeats(checks: list[Check]) -> list[Check]:
+    """A part of the probe that never replied leaves several checks without evidence: the
+    first one fails and names the cause and fix; the others are ``skipped``, not failed again."""
+    seen: set[str] = set()
+    out: list[Check] = []
+    for check in checks:
+        cause = check.evidence.get("missing_evidence") if check.status == "fail" else None
+        if isinstance(cause, str) and cause in seen:
+            check = replace(check, status="skipped", fix=None)
+        elif isinstance(cause, str):
+            seen.add(cause)
+        out.append(check)
+    return out
 
 
 def around(diff: dict[str, Any], key: str, width: int = 24) -> str:

@@ -1,0 +1,191 @@
+"""The Python API: the same work and the same result objects as the CLI, without the terminal.
+
+Three calls, each typed in and typed out, printing nothing:
+
+- :func:`probe` -> :class:`~introspect.client.model.ProbeOutcome` (``.profile`` is the
+  ``introspect.profile/v1`` dict that ``introspect probe --json`` prints, ``.code`` its exit code);
+- :func:`preflight` -> :class:`~introspect.client.preflight.PreflightReport` (``.ready``,
+  ``.checks``, ``.document`` = ``introspect preflight --json``);
+- :func:`health` -> a list of :class:`~introspect.client.health.HostReport`, one per
+  inventory host (nothing is written to the history database).
+
+Where the CLI prints ``error:``/``fix:`` and exits 2 or 3, these raise the same
+:class:`~introspect.errors.IntrospectError` subclass (``.message``, ``.hint``,
+``.exit_code``). How to reach a host is one :class:`SSH` value; without ``host`` the
+work runs on this machine. The examples below run in the test suite against a real
+sshd on 127.0.0.2 (``tests/api/test_api.py``).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from introspect.client.model import DEFAULT_DEADLINE_S, ProbeOutcome, ProbeRequest
+from introspect.errors import EXIT_USAGE, InterpreterError, IntrospectError, UsageError
+from introspect.remote.contract import DEFAULT_TOKENIZER_TIMEOUT
+
+if TYPE_CHECKING:
+    from introspect.cli.connect import ConnectionFlags
+    from introspect.client.health import HostReport
+    from introspect.client.preflight import PreflightReport
+    from introspect.inventory import HostEntry, Inventory
+    from introspect.transport.base import Executor
+    from introspect.transport.hostkeys import KnownHosts
+
+__all__ = ["SSH", "ProbeOutcome", "fatal_input", "health", "preflight", "probe"]
+
+# Model-directory states after which nothing was read: a report would be all unknowns.
+NOTHING_READ = frozenset({"not-found", "not-a-directory", "permission-denied", "symlink-loop"})
+
+
+@dataclass(frozen=True)
+class SSH:
+    """How to reach a host: the CLI's connection flags (``--port``, ``--identity`` ...).
+
+    Unset fields fall back as in the CLI: the inventory entry, ``~/.ssh/config``, then
+    the built-in defaults (strict host keys, 5 s connect timeout).
+    """
+
+    port: int | None = None
+    user: str | None = None
+    identity: str | None = None
+    jump: str | None = None
+    known_hosts: str | None = None
+    accept_new: bool = False
+    ssh_config: str | None = None
+    connect_timeout: float | None = None
+    transport: str | None = None
+
+
+def _flags(host: str | None, ssh: SSH) -> ConnectionFlags:
+    """The CLI's connection flags for ``ssh`` (any field the CLI adds later gets its default)."""
+    from introspect.cli.connect import ConnectionFlags
+
+    given: dict[str, Any] = dataclasses.asdict(ssh) | {"host": host}
+    values: dict[str, Any] = {f.name: given.get(f.name, None if f.default is dataclasses.MISSING else f.default)
+                              for f in dataclasses.fields(ConnectionFlags)}
+    return ConnectionFlags(**values)
+
+
+def _executor(host: str | None, ssh: SSH, inventory: Inventory | None,
+              known: KnownHosts | None = None) -> tuple[Executor, HostEntry | None]:
+    from introspect.cli.connect import executor_for
+
+    return executor_for(_flags(host, ssh), inventory, known)
+
+
+def _inventory(hosts_file: str | Path | None) -> Inventory | None:
+    if hosts_file is None:
+        return None
+    from introspect.inventory import InventoryError, load_inventory
+
+    try:
+        return load_inventory(hosts_file)
+    except InventoryError as exc:
+        raise UsageError(str(exc), hint="fix the inventory file (see the README's hosts.yaml section)") from None
+
+
+def fatal_input(outcome: ProbeOutcome) -> IntrospectError | None:
+    """The error of a probe that read nothing (missing model dir, unusable venv), else None."""
+    if outcome.code != EXIT_USAGE:
+        return None
+    fatal = outcome.raw.get("fatal") or {}
+    if fatal.get("exit_code") == EXIT_USAGE:
+        kind: type[IntrospectError] = InterpreterError if fatal.get("type") == "InterpreterError" else UsageError
+        return kind(str(fatal.get("message")), hint=fatal.get("hint"), host=fatal.get("host") or None)
+    if (outcome.raw.get("files") or {}).get("status") in NOTHING_READ and isinstance(outcome.error, UsageError):
+        return outcome.error
+    return None
+
+
+def probe(model: str, *, host: str | None = None, ssh: SSH = SSH(), venv: str | None = None,
+          python: str | None = None, remote_code: bool = True, tokenizer: bool = True,
+          timeout: float = DEFAULT_TOKENIZER_TIMEOUT, deadline: float = DEFAULT_DEADLINE_S,
+          cache: bool = True, hosts_file: str | Path | None = None) -> ProbeOutcome:
+    """Profile the model directory ``model`` on ``host`` (this machine when None).
+
+    Raises :class:`~introspect.errors.ConnectError` when the host cannot be reached and
+    :class:`~introspect.errors.UsageError` (or ``InterpreterError``) when nothing could be
+    read; any other problem is a finding in ``outcome.profile["findings"]``.
+
+    >>> from introspect import SSH, probe
+    >>> outcome = probe(MODEL, host=HOST, ssh=SSH(port=PORT, identity=KEY, known_hosts=KNOWN_HOSTS,
+    ...                 ssh_config="/dev/null"), venv=VENV, tokenizer=False)
+    >>> outcome.profile["architecture"]["model_type"], outcome.profile["architecture"]["num_layers"]
+    ('kimi_k25', 61)
+    >>> outcome.profile["architecture"]["attention"]["type"]
+    'MLA'
+    """
+    inventory = _inventory(hosts_file)
+    executor, entry = _executor(host, ssh, inventory)
+    request = ProbeRequest(model=model, venv=venv, python_exe=python, timeout=timeout,
+                           no_remote_code=not remote_code, no_tokenizer=not tokenizer, deadline=deadline,
+                           no_cache=not cache)
+    from introspect.client.model import probe_model
+
+    outcome = probe_model(request, executor, entry)
+    fatal = fatal_input(outcome)
+    if fatal is not None:
+        raise fatal
+    return outcome
+
+
+def preflight(model: str, *, host: str | None = None, ssh: SSH = SSH(), venv: str | None = None,
+              python: str | None = None, endpoint: str | None = None, api_key_env: str | None = None,
+              output_dir: str | None = None, min_free_gb: float = 50.0, packages: Sequence[str] = (),
+              timeout: float | None = None, remote_code: bool = True,
+              hosts_file: str | Path | None = None) -> PreflightReport:
+    """Is ``host`` ready to generate training data with ``model``? The seven checks of
+    ``introspect preflight``; ``report.ready`` is the CLI's exit 0.
+
+    >>> from introspect import SSH, preflight
+    >>> report = preflight(MODEL, host=HOST, ssh=SSH(port=PORT, identity=KEY, known_hosts=KNOWN_HOSTS,
+    ...                    ssh_config="/dev/null"), venv=VENV, min_free_gb=0)
+    >>> [check.name for check in report.checks][:2]
+    ['tokenizer', 'chat-template']
+    >>> report.checks[0].status
+    'pass'
+    """
+    from introspect.client.preflight import DEFAULT_TIMEOUT, PreflightRequest, run_preflight
+
+    request = PreflightRequest(model=model, venv=venv, python_exe=python, endpoint=endpoint,
+                               api_key_env=api_key_env, output_dir=output_dir, min_free_gb=min_free_gb,
+                               packages=tuple(packages), timeout=timeout or DEFAULT_TIMEOUT,
+                               no_remote_code=not remote_code)
+    executor, entry = _executor(host, ssh, _inventory(hosts_file))
+    return run_preflight(request, executor, entry, local=host is None)
+
+
+def health(hosts_file: str | Path, *, only: Sequence[str] = (), tags: Sequence[str] = (),
+           parallel: int | None = None, ssh: SSH = SSH(), timeout: float | None = None) -> list[HostReport]:
+    """Check the venvs of the inventory's hosts (``introspect health`` without the history).
+
+    >>> from introspect import SSH, health
+    >>> reports = health(INVENTORY, ssh=SSH(ssh_config="/dev/null"))
+    >>> [(report.name, report.reachable) for report in reports]
+    [('gpu-1', True)]
+    >>> sorted({result.status for result in reports[0].venvs[0].results} - {"info"})
+    ['pass']
+    """
+    from introspect.cli.connect import known_hosts_for
+    from introspect.client.health import HealthOptions, run_health
+    from introspect.inventory import InventoryError, select_hosts
+
+    inventory = _inventory(hosts_file)
+    assert inventory is not None
+    try:
+        hosts = select_hosts(inventory, only, tags)
+    except InventoryError as exc:
+        raise UsageError(str(exc), hint="check only=/tags= against the inventory") from None
+    known = known_hosts_for(_flags(None, ssh), inventory)  # parsed once for every host
+
+    def make(entry: HostEntry) -> Executor:
+        return _executor(entry.name, ssh, inventory, known)[0]
+
+    options = HealthOptions(probe_timeout=timeout or inventory.defaults.probe_timeout)
+    return run_health(hosts, make, parallel=parallel or inventory.defaults.parallel, options=options)
+

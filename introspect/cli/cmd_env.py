@@ -1,0 +1,106 @@
+"""``introspect env``: what a bug report needs, with secrets left out.
+
+Versions come from the installed distributions' metadata (nothing heavy is imported:
+``env`` answers in well under a second even where transformers takes seconds to load).
+Environment variables are shown by name; the value only for the few that are paths or
+switches, never for anything that may hold a secret.
+"""
+
+from __future__ import annotations
+
+import os
+import platform
+import sys
+from importlib import metadata
+from pathlib import Path
+from typing import Any
+
+import click
+
+from introspect import __version__
+from introspect.cli.jsonout import echo_json
+from introspect.cli.session import session
+
+SCHEMA = "introspect.env/v1"
+DISTRIBUTIONS = ("paramiko", "fabric", "invoke", "click", "rich", "pyyaml", "platformdirs", "packaging",
+                 "prometheus_client", "transformers", "tokenizers", "tiktoken", "huggingface_hub", "jinja2")
+# Variables whose value is shown: paths and switches that change what introspect does.
+SHOWN_VALUES = ("INTROSPECT_CACHE_DIR", "INTROSPECT_HOSTS", "HF_HOME", "HF_HUB_CACHE", "HF_HUB_OFFLINE",
+                "TRANSFORMERS_OFFLINE", "SSH_AUTH_SOCK", "COLUMNS", "NO_COLOR", "TERM")
+SECRET_WORDS = ("TOKEN", "KEY", "SECRET", "PASSWORD", "PASSWD", "CREDENTIAL", "AUTH")
+
+
+def _version(name: str) -> str | None:
+    try:
+        return metadata.version(name)
+    except metadata.PackageNotFoundError:
+        return None
+
+
+def redacted_environment(environ: dict[str, str]) -> dict[str, str]:
+    """Relevant variables: shown values for :data:`SHOWN_VALUES`, ``<set>`` for the rest
+    (every ``INTROSPECT_*``/``HF_*`` variable, whose value may be a token)."""
+    out: dict[str, str] = {}
+    for name in sorted(environ):
+        relevant = name in SHOWN_VALUES or name.startswith(("INTROSPECT_", "HF_"))
+        if not relevant:
+            continue
+        secret = any(word in name.upper() for word in SECRET_WORDS) and name != "SSH_AUTH_SOCK"
+        out[name] = environ[name] if name in SHOWN_VALUES and not secret else "<set>"
+    return out
+
+
+def _paths() -> dict[str, dict[str, Any]]:
+    import platformdirs
+
+    from introspect.checks.history import default_path
+    from introspect.client.cache import default_dir
+
+    home = Path.home()
+    paths = {
+        "config dir": Path(platformdirs.user_config_dir("introspect")),
+        "history database": default_path(),
+        "result cache": default_dir(),
+        "ssh config": home / ".ssh" / "config",
+        "known_hosts": home / ".ssh" / "known_hosts",
+        "global known_hosts": Path("/etc/ssh/ssh_known_hosts"),
+    }
+    return {name: {"path": str(path), "exists": path.exists()} for name, path in paths.items()}
+
+
+def environment_document() -> dict[str, Any]:
+    return {
+        "schema": SCHEMA,
+        "introspect": {"version": __version__, "location": str(Path(__file__).resolve().parent.parent)},
+        "python": {"version": platform.python_version(), "implementation": platform.python_implementation(),
+                   "executable": sys.executable},
+        "platform": {"system": platform.system(), "release": platform.release(), "machine": platform.machine(),
+                     "platform": platform.platform()},
+        "packages": {name: _version(name) for name in DISTRIBUTIONS},
+        "paths": _paths(),
+        "environment": redacted_environment(dict(os.environ)),
+    }
+
+
+@click.command("env")
+@click.option("--json", "as_json", is_flag=True, help="Print as JSON on stdout.")
+def env(as_json: bool) -> int:
+    """Versions, platform and config paths for a bug report (secrets are never shown)."""
+    doc = environment_document()
+    if as_json:
+        echo_json(doc)
+        return 0
+    if session().quiet:
+        return 0
+    lines = [f"introspect {doc['introspect']['version']} ({doc['introspect']['location']})",
+             f"python     {doc['python']['version']} {doc['python']['implementation']} ({doc['python']['executable']})",
+             f"platform   {doc['platform']['platform']}", "", "packages:"]
+    lines += [f"  {name:<18} {version or '-'}" for name, version in doc["packages"].items()]
+    lines += ["", "paths:"]
+    lines += [f"  {name:<18} {item['path']}{'' if item['exists'] else '  (absent)'}"
+              for name, item in doc["paths"].items()]
+    if doc["environment"]:
+        lines += ["", "environment:"]
+        lines += [f"  {name}={value}" for name, value in doc["environment"].items()]
+    click.echo("\n".join(lines))  # plain lines, never wrapped: they are pasted into issues
+    return 0

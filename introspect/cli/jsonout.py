@@ -1,0 +1,61 @@
+"""Every JSON document the CLI prints: its ``schema``, the tool's version, and errors as documents.
+
+A script reading ``--json`` output always gets exactly one document on stdout: the
+command's own (with an ``error`` member when the command failed, e.g. a probe that
+kept partial facts), or ``{"schema": "introspect.error/v1", ..., "error": {code, message, fix}}``
+when the command failed before it could print one.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+import click
+
+from introspect import __version__
+from introspect.cli.session import session
+from introspect.errors import IntrospectError
+
+ERROR_SCHEMA = "introspect.error/v1"
+VERSION_KEY = "introspect_version"
+
+
+def stamped(document: dict[str, Any], schema: str | None = None) -> dict[str, Any]:
+    """``document`` with ``schema`` and ``introspect_version`` as its first keys (a copy)."""
+    name = schema or document.get("schema")
+    if not name:
+        raise ValueError("a JSON document needs a schema")  # a bug in the caller
+    rest = {k: v for k, v in document.items() if k not in ("schema", VERSION_KEY)}
+    return {"schema": name, VERSION_KEY: __version__, **rest}
+
+
+def dumps(document: dict[str, Any]) -> str:
+    return json.dumps(document, indent=2, default=str)
+
+
+def echo_json(document: dict[str, Any], schema: str | None = None) -> None:
+    """Print one stamped document on stdout (and remember that one was printed)."""
+    click.echo(dumps(stamped(document, schema)))
+    session().json_printed = True
+
+
+def error_code(kind: str) -> str:
+    """``HostUnreachable`` -> ``host-unreachable``: a stable, greppable name of the cause."""
+    return re.sub(r"(?<=[a-z0-9])(?=[A-Z])", "-", kind).lower()
+
+
+def error_object(code: str, message: str, fix: str | None, exit_code: int, host: str | None = None) -> dict[str, Any]:
+    """The ``error`` member: of an error document, or of a command's own document when it failed."""
+    return {"code": code, "message": message, "fix": fix, "exit_code": exit_code, "host": host}
+
+
+def error_of(exc: IntrospectError, exit_code: int | None = None) -> dict[str, Any]:
+    return error_object(error_code(type(exc).__name__), exc.one_line(), exc.hint,
+                        exc.exit_code if exit_code is None else exit_code, exc.host)
+
+
+def error_document(code: str, message: str, fix: str | None, exit_code: int,
+                   host: str | None = None) -> dict[str, Any]:
+    return stamped({"error": error_object(code, message, fix, exit_code, host)}, ERROR_SCHEMA)

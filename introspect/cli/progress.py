@@ -1,0 +1,85 @@
+"""Progress on stderr, only when stderr is a terminal (and not ``--quiet``).
+
+Two shapes: :class:`Phases`, a spinner naming what a single-target command is doing
+now; :func:`host_rows`, a bar with one printed row per finished host for fleets.
+Nothing is written when stderr is a pipe or a file, so logs and ``2>err`` stay clean.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from types import TracebackType
+from typing import TYPE_CHECKING, Any
+
+from introspect.cli.session import session
+
+if TYPE_CHECKING:
+    from rich.status import Status
+
+
+def enabled() -> bool:
+    return not session().quiet and sys.stderr.isatty()
+
+
+class Phases:
+    """``with Phases("connecting to gpu-a1") as p: ...; p.phase("probing ...")``."""
+
+    def __init__(self, first: str) -> None:
+        self.first = first
+        self._status: Status | None = None
+
+    def __enter__(self) -> Phases:
+        if enabled():
+            from rich.console import Console
+
+            console = Console(stderr=True, highlight=False, emoji=False)
+            self._status = console.status(self._text(self.first))
+            self._status.start()
+        return self
+
+    @staticmethod
+    def _text(text: str) -> str:
+        from rich.markup import escape
+
+        return escape(text) + " ..."
+
+    def phase(self, text: str) -> None:
+        if self._status is not None:
+            self._status.update(self._text(text))
+
+    def __exit__(self, kind: type[BaseException] | None, exc: BaseException | None,
+                 tb: TracebackType | None) -> None:
+        if self._status is not None:
+            self._status.stop()
+            self._status = None
+
+
+@contextmanager
+def host_rows(total: int, label: str, row: Callable[[Any], str]) -> Iterator[Callable[[Any], None]]:
+    """A callback for each finished host: prints ``row(result)`` (rich markup) above a bar."""
+    if not enabled():
+        yield lambda _result: None
+        return
+    from rich.console import Console
+    from rich.progress import (
+        BarColumn,
+        MofNCompleteColumn,
+        Progress,
+        SpinnerColumn,
+        TextColumn,
+        TimeElapsedColumn,
+    )
+
+    console = Console(stderr=True, highlight=False, emoji=False, soft_wrap=True)
+    progress = Progress(SpinnerColumn(), TextColumn(label), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                        console=console, transient=True)
+    task = progress.add_task(label, total=total)
+
+    def done(result: Any) -> None:
+        progress.console.print(row(result))
+        progress.advance(task)
+
+    with progress:
+        yield done
