@@ -17,6 +17,7 @@ import ast
 import functools
 import json
 import shlex
+import threading
 from importlib import resources
 from typing import TYPE_CHECKING, Any
 
@@ -126,8 +127,19 @@ def _imports(name: str, sources: dict[str, str], packages: tuple[str, ...]) -> s
     return found
 
 
-@functools.cache
+# CPython 3.11's AST constructor keeps its recursion depth per interpreter, not per thread, so two
+# threads parsing at once can fail with "AST constructor recursion depth mismatch"
+# (https://github.com/python/cpython/issues/106905); the channels of one probe ship in parallel.
+_AST_LOCK = threading.Lock()
+
+
 def task_modules(task: str, isolate: bool = False) -> tuple[str, ...]:
+    with _AST_LOCK:
+        return _task_modules(task, isolate)
+
+
+@functools.cache
+def _task_modules(task: str, isolate: bool = False) -> tuple[str, ...]:
     """Every module a task can import on the host, and the packages above them, sorted.
 
     Computed from the code, never listed by hand: the runner (which imports the task
