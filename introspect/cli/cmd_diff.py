@@ -23,6 +23,7 @@ from introspect.cli.connect import (
     known_hosts_for,
     load_inventory_for,
 )
+from introspect.cli.options import BYTE_SIZE
 from introspect.client.diff import LiveOptions, parse_side, profiles_for
 from introspect.errors import EXIT_FINDINGS, EXIT_OK, UsageError
 from introspect.remote.contract import DEFAULT_FILES_TIMEOUT, DEFAULT_JSON_CAP, DEFAULT_TOKENIZER_TIMEOUT
@@ -81,8 +82,10 @@ def print_human(result: dict[str, Any]) -> None:
 @click.command("diff")
 @click.argument("a")
 @click.argument("b")
-@click.option("--only", "only", multiple=True, type=click.Choice(GROUPS),
-              help="Compare only this group (repeatable). Default: all four.")
+@click.option("--sections", "sections", multiple=True, type=click.Choice(GROUPS),
+              help="Compare only this group of facts (repeatable). Default: all four.")
+# The old name of --sections, kept working; hidden because every other command's --only selects hosts.
+@click.option("--only", "only", multiple=True, type=click.Choice(GROUPS), hidden=True)
 @click.option("--json", "as_json", is_flag=True, help="Print the differences as JSON on stdout.")
 @click.option("--venv", help="Virtualenv on the hosts whose bin/python probes live targets "
                              "(default: the host entry's first venv).")
@@ -94,10 +97,10 @@ def print_human(result: dict[str, Any]) -> None:
               help="Seconds for the file probes.")
 @click.option("--no-remote-code", is_flag=True, help="Never run the models' own code (trust_remote_code).")
 @click.option("--no-tokenizer", is_flag=True, help="Skip loading tokenizers; facts come from the files.")
-@click.option("--max-json-bytes", type=int, default=DEFAULT_JSON_CAP, show_default=True,
+@click.option("--max-json-bytes", type=BYTE_SIZE, default=DEFAULT_JSON_CAP, show_default=True,
               help="Refuse (and do not hash) files above this size.")
 @connection_options
-def diff(a: str, b: str, only: tuple[str, ...], as_json: bool, venv: str | None, python_exe: str | None,
+def diff(a: str, b: str, sections: tuple[str, ...], only: tuple[str, ...], as_json: bool, venv: str | None, python_exe: str | None,
          hf_cache: str | None, timeout: float, files_timeout: float, no_remote_code: bool, no_tokenizer: bool,
          max_json_bytes: int, **kwargs: Any) -> int:
     """Compare two model profiles: saved files or live HOST:PATH / HOST:org/name[@rev] targets."""
@@ -117,7 +120,7 @@ def diff(a: str, b: str, only: tuple[str, ...], as_json: bool, venv: str | None,
         return executor_for(dataclasses.replace(flags, host=host), inventory, known_hosts)
 
     profile_a, profile_b = profiles_for(sides, make_executor, opts)
-    result = diff_profiles(profile_a, profile_b, only or GROUPS)
+    result = diff_profiles(profile_a, profile_b, tuple(dict.fromkeys(sections + only)) or GROUPS)
     if as_json:
         click.echo(json.dumps(result, indent=2))
     else:

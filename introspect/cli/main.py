@@ -22,7 +22,7 @@ LAZY_COMMANDS = {
     "probe": "introspect.cli.cmd_probe:probe",
     "profile": "introspect.cli.cmd_probe:profile_cmd",
     "health": "introspect.cli.cmd_health:health",
-    "history": "introspect.cli.cmd_health:history",
+    "history": "introspect.cli.cmd_history:history",
     "preflight": "introspect.cli.cmd_preflight:preflight",
     "models": "introspect.cli.cmd_models:models",
     "diff": "introspect.cli.cmd_diff:diff",

@@ -22,9 +22,10 @@ from introspect.errors import ConnectError, InterpreterError, IntrospectError, M
 from introspect.inventory import venv_pip
 from introspect.remote.contract import interpreter
 from introspect.transport.base import Executor
+from introspect.userconfig import choose_remote_code, inventory_remote_code, settings_block
 
 if TYPE_CHECKING:
-    from introspect.inventory import HostEntry
+    from introspect.inventory import HostEntry, Inventory
 
 SCHEMA = "introspect.preflight/v1"
 TASK = "preflight"
@@ -102,7 +103,7 @@ def pip_command(venv: str | None, python_exe: str | None) -> str:
 
 
 def run_preflight(request: PreflightRequest, executor: Executor, entry: HostEntry | None,
-                  *, local: bool) -> PreflightReport:
+                  *, local: bool, inventory: Inventory | None = None) -> PreflightReport:
     """Gather both parts' evidence over one connection and judge it."""
     validate(request)
     venv, model, output_dir = request.venv, request.model, request.output_dir
@@ -112,22 +113,24 @@ def run_preflight(request: PreflightRequest, executor: Executor, entry: HostEntr
         # Local run: paths are the user's, relative to this shell (remote ones resolve from $HOME).
         model = os.path.abspath(model)
         output_dir = os.path.abspath(output_dir) if output_dir else None
-    remote_code = not request.no_remote_code and (entry.remote_code if entry else True)
-    if entry is not None and venv:  # an inventory may forbid remote code per venv, as for `probe`
-        remote_code = remote_code and all(v.remote_code for v in entry.venvs if v.path == venv)
+    # As for `probe`: the flag, else the inventory's host or venv entry, else the user config.
+    policy = choose_remote_code(request.no_remote_code, inventory_remote_code(inventory, entry, venv))
+    remote_code = bool(policy.value)
+    python_exe = request.python_exe or (None if venv else executor.default_python)
     endpoint = request.endpoint.rstrip("/") if request.endpoint else None
     task_request = {"model_path": model, "trust_remote_code": remote_code, "endpoint": endpoint,
                     "endpoint_timeout": request.endpoint_timeout, "api_key_env": request.api_key_env,
                     "output_dir": output_dir, "pipeline_packages": pipeline_packages(request.packages)}
-    python = interpreter(request.python_exe, venv)
+    python = interpreter(python_exe, venv)
     with executor:
         evidence = gather(executor, python, task_request, timeout=request.timeout,
                           light_timeout=2 * request.endpoint_timeout + LIGHT_GRACE_S)
     _require_model_dir(evidence, model)
-    checks = evaluate(evidence, min_free_gb=request.min_free_gb, pip=pip_command(venv, request.python_exe),
+    checks = evaluate(evidence, min_free_gb=request.min_free_gb, pip=pip_command(venv, python_exe),
                       model_path=model)
     target = dict(target_of(executor, python, venv, model)) | {"endpoint": endpoint, "output_dir": output_dir}
-    return PreflightReport(checks, target, build_report(checks, evidence, target))
+    document = build_report(checks, evidence, target) | {"settings": settings_block(inventory, policy)}
+    return PreflightReport(checks, target, document)
 
 
 def gather(executor: Executor, python: str, request: dict[str, Any], *, timeout: float,

@@ -11,7 +11,7 @@ import os
 import stat
 from typing import Any, List, Optional, Tuple
 
-from ..contract import ErrorRecord, HashesFacts, error_record, tag
+from ..contract import INDEX_CAP, ErrorRecord, HashesFacts, error_record, tag
 from ..readers import os_error, read_json_capped, sha256_file
 from ..sections import HashedFile, WeightsHashes
 from .discovery import MAX_NAMES
@@ -87,11 +87,14 @@ def _weights(model_path: str, names: List[str], cap: int, errors: List[ErrorReco
     shard_names = [n for n in names if n.endswith(".safetensors")]
     if index_name is not None:
         full = os.path.join(model_path, index_name)
-        digest, herr = sha256_file(full, limit=cap)
-        index, ierr = read_json_capped(full, cap)
-        for problem in (herr, ierr):
-            if problem is not None:
-                errors.append(tag(problem, PROBE))
+        # The index has its own cap: a 1T checkpoint's is ~25 MB, above the JSON cap of configs.
+        index_cap = max(cap, INDEX_CAP)
+        digest, herr = sha256_file(full, limit=index_cap)
+        index, ierr = read_json_capped(full, index_cap)
+        # One cause, one error: a file too large to hash is too large to parse as well.
+        problem = herr or ierr
+        if problem is not None:
+            errors.append(tag(problem, PROBE))
         out["index"] = {"file": index_name, "sha256": digest,
                         "total_size": _int((index or {}).get("metadata", {}).get("total_size"))
                         if isinstance((index or {}).get("metadata"), dict) else None}
