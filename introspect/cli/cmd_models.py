@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 from rich.console import Console
@@ -36,8 +36,10 @@ from introspect.client.discover import (
     discover_hosts,
     plan_jobs,
 )
-from introspect.inventory import Inventory
 from introspect.transport.base import Executor
+
+if TYPE_CHECKING:
+    from introspect.inventory import Inventory
 
 WIDE = 260  # columns when stdout is not a terminal: one line per model, never wrapped
 

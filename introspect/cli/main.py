@@ -27,6 +27,7 @@ LAZY_COMMANDS = {
     "models": "introspect.cli.cmd_models:models",
     "diff": "introspect.cli.cmd_diff:diff",
     "plan": "introspect.cli.cmd_plan:plan",
+    "cache": "introspect.cli.cmd_cache:cache",
 }
 
 

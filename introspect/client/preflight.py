@@ -13,10 +13,12 @@ import dataclasses
 import os
 import shlex
 import urllib.parse
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from introspect.checks.preflight import Check, evaluate, ready
+from introspect.client.fleet import run_fleet
 from introspect.client.runner import Channel, ChannelResult, run_channels, target_of
 from introspect.errors import ConnectError, InterpreterError, IntrospectError, ModelPathError, UsageError
 from introspect.inventory import venv_pip
@@ -177,3 +179,24 @@ def build_report(checks: list[Check], evidence: dict[str, Any], target: dict[str
     return {"schema": SCHEMA, "ready": ready(checks), "target": target,
             "checks": [dataclasses.asdict(c) | {"title": c.title} for c in checks],
             "errors": evidence.get("errors") or [], "timings": evidence.get("timings") or {}}
+
+
+def preflight_hosts(request: PreflightRequest, hosts: Sequence[HostEntry],
+                    make_executor: Callable[[HostEntry], Executor], *, parallel: int,
+                    inventory: Inventory | None = None) -> list[dict[str, Any]]:
+    """The same gate on many inventory hosts (one connection each, a bounded staggered pool):
+    one item per host, in ``hosts`` order: ``host``, ``exit_code``, ``ready``, ``report``, ``error``."""
+    def work(entry: HostEntry) -> dict[str, Any]:
+        report = run_preflight(request, make_executor(entry), entry, local=False, inventory=inventory)
+        return {"host": entry.name, "exit_code": 0 if report.ready else 1, "ready": report.ready,
+                "report": report, "error": None}
+
+    def failed(entry: HostEntry, exc: BaseException, _seconds: float) -> dict[str, Any]:
+        if not isinstance(exc, IntrospectError):
+            exc = IntrospectError(f"internal error: {type(exc).__name__}: {exc}",
+                                  hint="rerun with --debug and report the traceback", host=entry.name)
+        return {"host": entry.name, "exit_code": exc.exit_code, "ready": False, "report": None,
+                "error": exc.as_dict()}
+
+    results = run_fleet(hosts, work, parallel=parallel, on_error=failed)
+    return [r if isinstance(r, dict) else failed(r.item, r.error, r.seconds) for r in results]
