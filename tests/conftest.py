@@ -34,6 +34,7 @@ SESSION_TMP = Path(tempfile.mkdtemp(prefix="introspect-tests-"))
 # Run the CLI from a dir with nothing in it, never from the repo (whose hosts.yaml is a user example).
 NEUTRAL_CWD = SESSION_TMP / "cwd"
 NEUTRAL_CWD.mkdir()
+(SESSION_TMP / "tmp").mkdir()
 # No user config and no INTROSPECT_HOSTS of whoever runs the suite reaches a test.
 NO_CONFIG = SESSION_TMP / "no-config.yaml"
 os.environ["INTROSPECT_CONFIG"] = str(NO_CONFIG)
@@ -57,7 +58,9 @@ def run_cli(*args: str, timeout: float = 240, env: dict[str, str] | None = None,
     ``unset`` names variables of this environment the run must not see."""
     full_env = dict(os.environ, HF_HUB_OFFLINE="1", PYTHONPATH=str(REPO),
                     # A fresh result cache per call: a test sees a cache only when it asks for one.
-                    INTROSPECT_CACHE_DIR=str(SESSION_TMP / f"cache-{next(_CACHE_DIRS)}"))
+                    INTROSPECT_CACHE_DIR=str(SESSION_TMP / f"cache-{next(_CACHE_DIRS)}"),
+                    # Its temp files too: whatever a run leaves goes with the session dir.
+                    TMPDIR=str(SESSION_TMP / "tmp"))
     full_env.update(env or {})
     for name in unset:
         full_env.pop(name, None)
@@ -149,19 +152,29 @@ def lxc_container(tmp_path_factory: pytest.TempPathFactory, shared_dir: Path) ->
     container.stop()
 
 
-def _left_in_tmp() -> set[str]:
-    # The names this suite's old run_cli left behind, one per call: they must never come back.
-    return {p.name for p in Path(tempfile.gettempdir()).glob("introspect-cache-*")}
-
-
-_TMP_BEFORE = _left_in_tmp()
+def _caches_of_this_session(basetemp: Path) -> list[Path]:
+    """``introspect-cache-*`` dirs in the temp dir holding results of this session's models
+    (under its pytest ``basetemp``): what the suite used to leave by the hundred. Other
+    processes' dirs on a shared machine never count."""
+    needle = str(basetemp).encode()
+    found = []
+    for cache in Path(tempfile.gettempdir()).glob("introspect-cache-*"):
+        try:
+            if any(needle in entry.read_bytes() for entry in cache.glob("*.json")):
+                found.append(cache)
+        except OSError:
+            continue
+    return found
 
 
 def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
     """Remove the session dir; fail the run if the suite left result caches in the temp dir."""
     shutil.rmtree(SESSION_TMP, ignore_errors=True)
-    left = _left_in_tmp() - _TMP_BEFORE
+    factory = getattr(session.config, "_tmp_path_factory", None)
+    if factory is None:
+        return
+    left = _caches_of_this_session(factory.getbasetemp())
     if left:
         session.exitstatus = pytest.ExitCode.TESTS_FAILED
         print(f"\nerror: the suite left {len(left)} introspect-cache-* dir(s) in {tempfile.gettempdir()}, "
-              f"e.g. {sorted(left)[0]}: write them under tmp_path or tests.conftest.SESSION_TMP")
+              f"e.g. {left[0]}: write them under tmp_path or tests.conftest.SESSION_TMP")
