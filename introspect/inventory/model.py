@@ -44,7 +44,7 @@ class Defaults:
     # On by default because the CLI opt-out is --no-remote-code; hosts.yaml
     # can switch it off per host or venv.
     remote_code: bool = True
-    remote_code_set: bool = False  # the file said remote_code (else the built-in default applies)
+    remote_code_set: bool = field(default=False, compare=False)  # the file said remote_code (else the built-in default applies)
     probe_timeout: float = DEFAULT_TOKENIZER_TIMEOUT  # seconds for one host's probe run (tokenizer loads included)
 
 
@@ -55,7 +55,7 @@ class VenvEntry:
     imports: tuple[str, ...] = ()
     models: tuple[str, ...] = ()
     remote_code: bool = True
-    remote_code_set: bool = False  # this venv, its host or the defaults said remote_code
+    remote_code_set: bool = field(default=False, compare=False)  # this venv, its host or the defaults said remote_code
     min_free_gb: float | None = None  # GiB (2**30 bytes), as `df -h` shows
 
     @property
@@ -79,7 +79,7 @@ class HostEntry:
     tags: tuple[str, ...] = ()
     venvs: tuple[VenvEntry, ...] = ()
     remote_code: bool = True
-    remote_code_set: bool = False  # this host or the defaults said remote_code
+    remote_code_set: bool = field(default=False, compare=False)  # this host or the defaults said remote_code
     roots: tuple[str, ...] = ()
     passphrase_env: str | None = None
     line: int = field(default=0, compare=False)  # where the entry starts, for later messages

@@ -215,21 +215,7 @@ class SSHExecutor(Executor):
                                   hint="check that sshd runs there and listens on that port",
                                   host=self.label, stage="connect") from None
         except paramiko.SSHException as exc:
-            text = str(exc)
-            if "no authentication methods available" in text.lower():
-                # paramiko's words when it had no key and no agent to offer at all.
-                raise AuthenticationFailed(
-                    f"no usable SSH key for user {conn.user!r} at {where}: tried {self._keys_tried(conn)}",
-                    hint="pass --identity FILE, load a key with `ssh-add`, or create one with `ssh-keygen`",
-                    host=self.label, stage="auth") from None
-            if "banner" in text.lower():
-                raise HostUnreachable(
-                    f"no SSH banner from {where} within {self.ssh.banner_timeout:g} s ({text})",
-                    hint="the port may not be sshd, or sshd is refusing new connections (MaxStartups); "
-                         "retry with fewer parallel hosts", host=self.label, stage="banner") from None
-            raise HostUnreachable(f"SSH negotiation with {where} failed: {text}",
-                                  hint="check the server's sshd logs", host=self.label,
-                                  stage="handshake") from None
+            raise self._negotiation_error(conn, str(exc)) from None
         except OSError as exc:
             reason = errno.errorcode.get(exc.errno or 0, "") if exc.errno else ""
             raise HostUnreachable(f"cannot connect to {where}: {exc.strerror or exc} {reason}".strip(),
@@ -242,6 +228,23 @@ class SSHExecutor(Executor):
         transport = conn.client.get_transport()
         if transport is not None:
             transport.set_keepalive(self.ssh.keepalive)
+
+    def _negotiation_error(self, conn: Connection, text: str) -> IntrospectError:
+        """paramiko's SSHException, by what its words say went wrong."""
+        where = f"{conn.host}:{conn.port}"
+        if "no authentication methods available" in text.lower():
+            # paramiko's words when it had no key and no agent to offer at all.
+            return AuthenticationFailed(
+                f"no usable SSH key for user {conn.user!r} at {where}: tried {self._keys_tried(conn)}",
+                hint="pass --identity FILE, load a key with `ssh-add`, or create one with `ssh-keygen`",
+                host=self.label, stage="auth")
+        if "banner" in text.lower():
+            return HostUnreachable(
+                f"no SSH banner from {where} within {self.ssh.banner_timeout:g} s ({text})",
+                hint="the port may not be sshd, or sshd is refusing new connections (MaxStartups); "
+                     "retry with fewer parallel hosts", host=self.label, stage="banner")
+        return HostUnreachable(f"SSH negotiation with {where} failed: {text}",
+                               hint="check the server's sshd logs", host=self.label, stage="handshake")
 
     def _keys_tried(self, conn: Connection) -> str:
         """What authentication had to offer, in words (files and counts, never key material)."""
