@@ -114,6 +114,7 @@ def diff(a: str, b: str, sections: tuple[str, ...], only: tuple[str, ...], as_js
                        json_cap=max_json_bytes)
     live = any(side.file is None for side in sides)
     inventory = load_inventory_for(flags.hosts_file) if live else None
+    opts = dataclasses.replace(opts, inventory=inventory)
     known_hosts = known_hosts_for(flags, inventory)  # loaded once for both operands
 
     def make_executor(host: str) -> tuple[Executor, HostEntry | None]:
