@@ -47,15 +47,33 @@ def test_a_kimi_sized_index_probes_clean_under_default_flags(tmp_path: Path) -> 
     assert weights["index"]["sha256"] and len(weights["shards"]) == SHARDS and weights["missing_shards"] == []
 
 
-def test_one_finding_per_too_large_index(tmp_path: Path) -> None:
-    model = tmp_path / "m"
-    model.mkdir()
-    (model / "config.json").write_text(json.dumps({"model_type": "llama", "architectures": ["LlamaForCausalLM"]}))
-    (model / "model.safetensors.index.json").write_text(json.dumps({"weight_map": {"x" * 64: "a.safetensors"}}))
+def _small_model(root: Path, index_entries: int = 0) -> Path:
+    root.mkdir()
+    (root / "config.json").write_text(json.dumps({"model_type": "llama", "architectures": ["LlamaForCausalLM"]}))
+    if index_entries:
+        write_shard(root / "a.safetensors", [("t", "BF16", [8])])
+        weight_map = {f"model.layers.{i}.mlp.down_proj.weight": "a.safetensors" for i in range(index_entries)}
+        (root / "model.safetensors.index.json").write_text(json.dumps({"weight_map": weight_map}))
+    return root
+
+
+def test_the_index_is_not_held_to_the_configs_json_cap(tmp_path: Path) -> None:
+    model = _small_model(tmp_path / "m", index_entries=100)
+    assert (model / "model.safetensors.index.json").stat().st_size > 1000
     result = run_cli("probe", "--model", str(model), "--no-tokenizer", "--no-cache", "--json",
                      "--max-json-bytes", "1KB")
     codes = [f["code"] for f in result.json()["findings"] if "too-large" in f["code"]]
     assert codes == [], codes  # the index has its own cap, never the configs' --max-json-bytes
+
+
+def test_an_index_above_its_cap_is_one_error(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    from introspect.remote.facts import hashes
+
+    model = _small_model(tmp_path / "m", index_entries=100)
+    monkeypatch.setattr(hashes, "INDEX_CAP", 1000)
+    facts, errors = hashes.collect_hashes(str(model), json_cap=1000)
+    assert [e["type"] for e in errors] == ["too-large"], errors  # not one for the hash and one for the parse
+    assert facts["weights"]["index"]["sha256"] is None
 
 
 def test_size_flags_take_units() -> None:
