@@ -15,6 +15,7 @@ from ..contract import INDEX_CAP, ErrorRecord, HashesFacts, error_record, tag
 from ..readers import os_error, read_json_capped, sha256_file
 from ..sections import HashedFile, WeightsHashes
 from .discovery import MAX_NAMES
+from .index import INDEX_NAME, summarize_index
 from .listing import scan_names
 from .model_summary import WEIGHT_SUFFIXES
 
@@ -90,17 +91,14 @@ def _weights(model_path: str, names: List[str], cap: int, errors: List[ErrorReco
         # The index has its own cap: a 1T checkpoint's is ~25 MB, above the JSON cap of configs.
         index_cap = max(cap, INDEX_CAP)
         digest, herr = sha256_file(full, limit=index_cap)
-        index, ierr = read_json_capped(full, index_cap)
+        total, shards, ierr = _index_shards(model_path, index_name, index_cap)
         # One cause, one error: a file too large to hash is too large to parse as well.
         problem = herr or ierr
         if problem is not None:
             errors.append(tag(problem, PROBE))
-        out["index"] = {"file": index_name, "sha256": digest,
-                        "total_size": _int((index or {}).get("metadata", {}).get("total_size"))
-                        if isinstance((index or {}).get("metadata"), dict) else None}
-        wmap = (index or {}).get("weight_map")
-        if isinstance(wmap, dict):
-            shard_names = sorted(set(v for v in wmap.values() if isinstance(v, str)))
+        out["index"] = {"file": index_name, "sha256": digest, "total_size": total}
+        if shards is not None:
+            shard_names = shards
     for shard in shard_names:
         if "/" in shard or shard.startswith(".."):
             continue  # an index naming files outside the dir is not followed
@@ -110,3 +108,25 @@ def _weights(model_path: str, names: List[str], cap: int, errors: List[ErrorReco
             out["missing_shards"].append(shard)
     return out
 
+
+
+def _index_shards(model_path: str, name: str, cap: int) -> Tuple[Optional[int], Optional[List[str]], Optional[ErrorRecord]]:
+    """(total_size, shard names, read error) of an index; None shards when it has no weight_map.
+
+    ``model.safetensors.index.json`` comes from :func:`summarize_index`, memoised: the files and
+    safetensors sections parse the same 25 MB once per run, and this one reuses it.
+    """
+    if name == INDEX_NAME:
+        summary, err = summarize_index(model_path, cap)
+        if summary is None:
+            return None, None, err
+        # Its missing-shard and malformed-index errors are the safetensors section's to report.
+        has_map = not (err is not None and err.get("type") == "malformed-index")
+        return summary["total_size"], (list(summary["shards"]) if has_map else None), None
+    index, err = read_json_capped(os.path.join(model_path, name), cap)
+    if err is not None:
+        return None, None, err
+    metadata, wmap = index.get("metadata"), index.get("weight_map")
+    total = _int(metadata.get("total_size")) if isinstance(metadata, dict) else None
+    shards = sorted(set(v for v in wmap.values() if isinstance(v, str))) if isinstance(wmap, dict) else None
+    return total, shards, None
