@@ -67,8 +67,17 @@ STATUS_STYLE = {"pass": "green", "fail": "bold red", "warn": "yellow", "info": "
 # ============================================================================ health
 
 
+ADHOC_HOST_HELP = ("Check this one host instead of the inventory's: an entry name, an address, an "
+                   "~/.ssh/config alias or a URL (ssh://, openssh://...); without an inventory entry, only "
+                   "reachability, disk and GPUs are checked.")
+
+
+def _health_selectors(func: Callable[..., Any]) -> Callable[..., Any]:
+    return host_selectors(func, ADHOC_HOST_HELP)
+
+
 @click.command("health")
-@host_selectors
+@_health_selectors
 @click.option("--parallel", type=click.IntRange(1, 1024), default=None,
               help="Hosts checked at once (default: defaults.parallel in the inventory, 8).")
 @click.option("--json", "as_json", is_flag=True, help="Print the run as JSON on stdout.")

@@ -89,10 +89,10 @@ HOSTS_HELP = ("Inventory file (default: $INTROSPECT_HOSTS, else `hosts:` in the 
               "never ./hosts.yaml implicitly).")
 
 
-def host_options(func: Callable[..., Any]) -> Callable[..., Any]:
+def host_options(func: Callable[..., Any], host_help: str = HOST_HELP) -> Callable[..., Any]:
     """``--host`` and ``--hosts``: one target or the inventory that names it."""
     func = click.option("--hosts", "hosts_file", type=click.Path(dir_okay=False), help=HOSTS_HELP)(func)
-    return click.option("--host", "-H", help=HOST_HELP)(func)
+    return click.option("--host", "-H", help=host_help)(func)
 
 
 def fleet_options(func: Callable[..., Any]) -> Callable[..., Any]:
@@ -104,6 +104,6 @@ def fleet_options(func: Callable[..., Any]) -> Callable[..., Any]:
                         help="These inventory hosts (repeat or comma-separate).")(func)
 
 
-def host_selectors(func: Callable[..., Any]) -> Callable[..., Any]:
+def host_selectors(func: Callable[..., Any], host_help: str = HOST_HELP) -> Callable[..., Any]:
     """Every selector flag: ``--host``, ``--hosts``, ``--only``, ``--tags``, ``--all-hosts``."""
-    return host_options(fleet_options(func))
+    return host_options(fleet_options(func), host_help)
