@@ -6,8 +6,10 @@ passes its own known_hosts, key and ``--ssh-config /dev/null``.
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
+import shutil
 import subprocess
 import sys
 import tempfile
@@ -26,9 +28,18 @@ from tests.sshd_server import ClientKeys, SSHServer, start_sshd, trust
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 REPO = Path(__file__).resolve().parent.parent
-# The CLI reads ./hosts.yaml when present: run it from a dir that has none, never from the repo
-# (whose hosts.yaml is a user example).
-NEUTRAL_CWD = Path(tempfile.mkdtemp(prefix="introspect-cwd-"))
+# Everything the suite's CLI runs write outside pytest's tmp_path (their result caches, a
+# neutral working dir) lives under one session dir, removed when the session ends.
+SESSION_TMP = Path(tempfile.mkdtemp(prefix="introspect-tests-"))
+# Run the CLI from a dir with nothing in it, never from the repo (whose hosts.yaml is a user example).
+NEUTRAL_CWD = SESSION_TMP / "cwd"
+NEUTRAL_CWD.mkdir()
+(SESSION_TMP / "tmp").mkdir()
+# No user config and no INTROSPECT_HOSTS of whoever runs the suite reaches a test.
+NO_CONFIG = SESSION_TMP / "no-config.yaml"
+os.environ["INTROSPECT_CONFIG"] = str(NO_CONFIG)
+os.environ.pop("INTROSPECT_HOSTS", None)
+_CACHE_DIRS = itertools.count()
 
 
 @dataclass
@@ -42,12 +53,17 @@ class CLIResult:
 
 
 def run_cli(*args: str, timeout: float = 240, env: dict[str, str] | None = None,
-            cwd: Path | None = None) -> CLIResult:
-    """Run ``introspect`` in a subprocess, as a user would (its stderr is checked for tracebacks)."""
+            cwd: Path | None = None, unset: tuple[str, ...] = ()) -> CLIResult:
+    """Run ``introspect`` in a subprocess, as a user would (its stderr is checked for tracebacks).
+    ``unset`` names variables of this environment the run must not see."""
     full_env = dict(os.environ, HF_HUB_OFFLINE="1", PYTHONPATH=str(REPO),
                     # A fresh result cache per call: a test sees a cache only when it asks for one.
-                    INTROSPECT_CACHE_DIR=tempfile.mkdtemp(prefix="introspect-cache-"))
+                    INTROSPECT_CACHE_DIR=str(SESSION_TMP / f"cache-{next(_CACHE_DIRS)}"),
+                    # Its temp files too: whatever a run leaves goes with the session dir.
+                    TMPDIR=str(SESSION_TMP / "tmp"))
     full_env.update(env or {})
+    for name in unset:
+        full_env.pop(name, None)
     proc = subprocess.run([sys.executable, "-m", "introspect.cli.main", *args], capture_output=True,
                           text=True, timeout=timeout, env=full_env, cwd=cwd or NEUTRAL_CWD)
     return CLIResult(proc.returncode, proc.stdout, proc.stderr)
@@ -134,3 +150,31 @@ def lxc_container(tmp_path_factory: pytest.TempPathFactory, shared_dir: Path) ->
         pytest.skip(f"LXC cannot run a container here: {exc}")
     yield container
     container.stop()
+
+
+def _caches_of_this_session(basetemp: Path) -> list[Path]:
+    """``introspect-cache-*`` dirs in the temp dir holding results of this session's models
+    (under its pytest ``basetemp``): what the suite used to leave by the hundred. Other
+    processes' dirs on a shared machine never count."""
+    needle = str(basetemp).encode()
+    found = []
+    for cache in Path(tempfile.gettempdir()).glob("introspect-cache-*"):
+        try:
+            if any(needle in entry.read_bytes() for entry in cache.glob("*.json")):
+                found.append(cache)
+        except OSError:
+            continue
+    return found
+
+
+def pytest_sessionfinish(session: pytest.Session, exitstatus: int) -> None:
+    """Remove the session dir; fail the run if the suite left result caches in the temp dir."""
+    shutil.rmtree(SESSION_TMP, ignore_errors=True)
+    factory = getattr(session.config, "_tmp_path_factory", None)
+    if factory is None:
+        return
+    left = _caches_of_this_session(factory.getbasetemp())
+    if left:
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
+        print(f"\nerror: the suite left {len(left)} introspect-cache-* dir(s) in {tempfile.gettempdir()}, "
+              f"e.g. {left[0]}: write them under tmp_path or tests.conftest.SESSION_TMP")

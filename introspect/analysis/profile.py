@@ -114,7 +114,7 @@ def analyze(raw: RawFacts | dict[str, Any]) -> Profile:
     return Profile(
         target=target, environment=environment, architecture=architecture, tokenizer=tokenizer,
         files=_files_section(raw, files), serving=serving, findings=_dedupe(findings), timings=timings,
-        cache=as_dict(raw.get("cache")) or None)
+        cache=as_dict(raw.get("cache")) or None, settings=as_dict(raw.get("settings")) or None)
 
 
 def _findings(

@@ -77,6 +77,7 @@ class Profile:
     findings: list[Finding] = field(default_factory=list)
     timings: dict[str, Any] = field(default_factory=dict)
     cache: dict[str, Any] | None = None
+    settings: dict[str, Any] | None = None  # which inventory and remote-code policy applied (live runs)
     schema: str = PROFILE_SCHEMA
 
     @property
@@ -96,4 +97,6 @@ class Profile:
             "findings": [f.to_json() for f in self.findings],
             "timings": self.timings,
             "cache": self.cache,
+            # Only live runs know their settings: profiles rebuilt from older raw facts stay as they were.
+            **({"settings": self.settings} if self.settings is not None else {}),
         }

@@ -16,6 +16,7 @@ import json
 import os
 import shlex
 import sqlite3
+import time
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -227,6 +228,19 @@ class HistoryStore:
                        row["hosts"], row["passed"], row["failed"], row["warned"], row["info"])
             for row in self._conn.execute(sql, params)
         ]
+
+    def prune(self, keep_days: float, now: float | None = None) -> int:
+        """Delete the runs started more than ``keep_days`` days ago (their results and snapshots
+        go with them); the latest run is always kept, so the next run still has a baseline to
+        report drift against. Returns how many runs were deleted."""
+        cutoff = (time.time() if now is None else now) - keep_days * 86400
+        with self._conn:
+            cur = self._conn.execute(
+                "DELETE FROM runs WHERE started_at < ? AND id <> (SELECT MAX(id) FROM runs)", (cutoff,))
+        deleted = cur.rowcount or 0
+        if deleted:
+            self._conn.execute("VACUUM")  # give the space back: a cron job's history only grows otherwise
+        return deleted
 
     def run_results(self, run_id: int, host: str | None = None) -> list[StoredResult]:
         sql = 'SELECT run_id, host, venv, "check", status, message, evidence_json FROM results WHERE run_id = ?'

@@ -24,6 +24,7 @@ from introspect.cli.connect import (
     load_inventory_for,
 )
 from introspect.cli.jsonout import echo_json
+from introspect.cli.options import BYTE_SIZE
 from introspect.cli.progress import Phases
 from introspect.cli.session import session
 from introspect.client.diff import LiveOptions, parse_side, profiles_for
@@ -87,8 +88,10 @@ def print_human(result: dict[str, Any]) -> None:
 @click.command("diff")
 @click.argument("a")
 @click.argument("b")
-@click.option("--only", "only", multiple=True, type=click.Choice(GROUPS),
-              help="Compare only this group (repeatable). Default: all four.")
+@click.option("--sections", "sections", multiple=True, type=click.Choice(GROUPS),
+              help="Compare only this group of facts (repeatable). Default: all four.")
+# The old name of --sections, kept working; hidden because every other command's --only selects hosts.
+@click.option("--only", "only", multiple=True, type=click.Choice(GROUPS), hidden=True)
 @click.option("--json", "as_json", is_flag=True, help="Print the differences as JSON on stdout.")
 @click.option("--venv", help="Virtualenv on the hosts whose bin/python probes live targets "
                              "(default: the host entry's first venv).")
@@ -100,10 +103,10 @@ def print_human(result: dict[str, Any]) -> None:
               help="Seconds for the file probes.")
 @click.option("--no-remote-code", is_flag=True, help="Never run the models' own code (trust_remote_code).")
 @click.option("--no-tokenizer", is_flag=True, help="Skip loading tokenizers; facts come from the files.")
-@click.option("--max-json-bytes", type=int, default=DEFAULT_JSON_CAP, show_default=True,
+@click.option("--max-json-bytes", type=BYTE_SIZE, default=DEFAULT_JSON_CAP, show_default=True,
               help="Refuse (and do not hash) files above this size.")
 @connection_options
-def diff(a: str, b: str, only: tuple[str, ...], as_json: bool, venv: str | None, python_exe: str | None,
+def diff(a: str, b: str, sections: tuple[str, ...], only: tuple[str, ...], as_json: bool, venv: str | None, python_exe: str | None,
          hf_cache: str | None, timeout: float, files_timeout: float, no_remote_code: bool, no_tokenizer: bool,
          max_json_bytes: int, **kwargs: Any) -> int:
     """Compare two model profiles: saved files or live HOST:PATH / HOST:org/name[@rev] targets."""
@@ -117,6 +120,7 @@ def diff(a: str, b: str, only: tuple[str, ...], as_json: bool, venv: str | None,
                        json_cap=max_json_bytes)
     live = any(side.file is None for side in sides)
     inventory = load_inventory_for(flags.hosts_file) if live else None
+    opts = dataclasses.replace(opts, inventory=inventory)
     known_hosts = known_hosts_for(flags, inventory)  # loaded once for both operands
 
     def make_executor(host: str) -> tuple[Executor, HostEntry | None]:
@@ -125,7 +129,7 @@ def diff(a: str, b: str, only: tuple[str, ...], as_json: bool, venv: str | None,
     with Phases("probing " + " and ".join(side for side, s in zip((a, b), sides, strict=True) if s.file is None)
                 if live else "reading the profiles"):
         profile_a, profile_b = profiles_for(sides, make_executor, opts)
-    result = diff_profiles(profile_a, profile_b, only or GROUPS)
+    result = diff_profiles(profile_a, profile_b, tuple(dict.fromkeys(sections + only)) or GROUPS)
     if as_json:
         echo_json(result, DIFF_SCHEMA)
     elif not session().quiet:

@@ -1,4 +1,4 @@
-"""``introspect health`` and ``introspect history``.
+"""``introspect health`` (``introspect history`` reads what it stores: :mod:`.cmd_history`).
 
 ``health`` checks every selected host of the inventory in parallel (bounded, staggered
 connects, one connection per host, known_hosts parsed once), stores the run in the
@@ -20,7 +20,6 @@ import sys
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import contextmanager
-from datetime import datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -28,8 +27,17 @@ import click
 
 from introspect.checks.health import CheckResult, exit_code
 from introspect.checks.history import HistoryStore, default_path
-from introspect.cli.connect import ConnectionFlags, executor_for, known_hosts_for, load_inventory_for
+from introspect.cli.connect import (
+    ConnectionFlags,
+    check_output_path,
+    executor_for,
+    find_entry,
+    known_hosts_for,
+    load_inventory_for,
+    select_fleet,
+)
 from introspect.cli.jsonout import echo_json
+from introspect.cli.options import HostSelection, host_selectors
 from introspect.cli.outcome import combined
 from introspect.cli.render_term import Col, Fixes, make_console, print_fixes, print_rows
 from introspect.cli.session import session
@@ -40,10 +48,9 @@ from introspect.client.health import (
     all_results,
     check_and_record,
     report_dict,
-    result_dict,
 )
 from introspect.errors import EXIT_UNREACHABLE, UsageError
-from introspect.inventory import HostEntry, Inventory, InventoryError, select_hosts
+from introspect.inventory import Defaults, HostEntry, Inventory, InventoryError, select_hosts
 from introspect.transport.base import Executor
 
 if TYPE_CHECKING:  # rich, paramiko and prometheus_client load only when a run uses them
@@ -51,7 +58,6 @@ if TYPE_CHECKING:  # rich, paramiko and prometheus_client load only when a run u
 
     from introspect.transport.hostkeys import KnownHosts
 
-HISTORY_SCHEMA = "introspect.history/v1"
 def escape(text: str) -> str:
     from rich.markup import escape as rich_escape  # rich loads only when a run prints for people
 
@@ -64,12 +70,17 @@ STATUS_STYLE = {"pass": "green", "fail": "bold red", "warn": "yellow", "info": "
 # ============================================================================ health
 
 
+ADHOC_HOST_HELP = ("Check this one host instead of the inventory's: an entry name, an address, an "
+                   "~/.ssh/config alias or a URL (ssh://, openssh://...); without an inventory entry, only "
+                   "reachability, disk and GPUs are checked.")
+
+
+def _health_selectors(func: Callable[..., Any]) -> Callable[..., Any]:
+    return host_selectors(func, ADHOC_HOST_HELP)
+
+
 @click.command("health")
-@click.option("--hosts", "--inventory", "hosts_file", type=click.Path(dir_okay=False),
-              help="Inventory file (default ./hosts.yaml when present): hosts.yaml or an Ansible inventory.")
-@click.option("--only", multiple=True, metavar="NAME",
-              help="Check only these hosts (repeat, or comma-separate).")
-@click.option("--tags", multiple=True, metavar="T", help="Check only hosts with one of these tags.")
+@_health_selectors
 @click.option("--parallel", type=click.IntRange(1, 1024), default=None,
               help="Hosts checked at once (default: defaults.parallel in the inventory, 8).")
 @click.option("--json", "as_json", is_flag=True, help="Print the run as JSON on stdout.")
@@ -77,6 +88,8 @@ STATUS_STYLE = {"pass": "green", "fail": "bold red", "warn": "yellow", "info": "
               help="Write a Prometheus textfile (node_exporter textfile collector), atomically.")
 @click.option("--db", type=click.Path(dir_okay=False),
               help=f"History database (default {default_path()}).")
+@click.option("--keep-days", type=click.FloatRange(min=0), default=None,
+              help="After recording this run, delete runs older than this many days (the latest run is kept).")
 @click.option("--known-hosts", type=click.Path(dir_okay=False),
               help="known_hosts file (default: defaults.known_hosts in the inventory, else ~/.ssh/known_hosts).")
 @click.option("--accept-new", is_flag=True,
@@ -97,22 +110,26 @@ STATUS_STYLE = {"pass": "green", "fail": "bold red", "warn": "yellow", "info": "
 @click.option("--ansible-tree", type=click.Path(file_okay=False),
               help="Check nothing: report the --tree DIR of an `introspect.models.venv_health` Ansible run "
                    "(hosts and venvs from --inventory when given, else from the results).")
-def health(hosts_file: str | None, only: tuple[str, ...], tags: tuple[str, ...], parallel: int | None,
-           as_json: bool, prom: str | None, db: str | None, known_hosts: str | None, accept_new: bool,
+def health(host: str | None, hosts_file: str | None, only: tuple[str, ...], tags: tuple[str, ...],
+           all_hosts: bool, parallel: int | None, as_json: bool, prom: str | None, db: str | None,
+           keep_days: float | None, known_hosts: str | None, accept_new: bool,
            ssh_config: str | None, connect_timeout: float | None, transport: str | None,
            ssh_options: tuple[str, ...], control_persist: str | None, timeout: float | None,
            ansible_tree: str | None) -> int:
-    """Check the venvs of every host in the inventory: packages, imports, tokenizers, disk, GPUs."""
+    """Check the venvs of every host in the inventory (or one --host): packages, imports, tokenizers, disk, GPUs.
+
+    Exit 0 all healthy, 1 a check failed, 2 bad usage or inventory, 3 a host could not be reached.
+    """
+    selection = HostSelection(host, hosts_file, only, tags, all_hosts)
     _check_prom_path(prom)
+    check_output_path(db, "--db")
     if ansible_tree:
         from introspect.client.ansible_runs import tree_hosts
 
         inventory, hosts, factory = tree_hosts(ansible_tree, load_inventory_for(hosts_file) if hosts_file else None,
-                                               lambda inv: _select(inv, only, tags))
+                                               lambda inv: _select_in(inv, selection))
     else:
-        named = load_inventory_for(hosts_file, required=True)
-        assert named is not None
-        inventory, hosts = named, _select(named, only, tags)
+        inventory, hosts = _select(selection)
         flags = ConnectionFlags(host=None, port=None, user=None, identity=None, jump=None,
                                 known_hosts=known_hosts, accept_new=accept_new, ssh_config=ssh_config,
                                 connect_timeout=connect_timeout, hosts_file=hosts_file, transport=transport,
@@ -121,11 +138,13 @@ def health(hosts_file: str | None, only: tuple[str, ...], tags: tuple[str, ...],
         factory = _executor_factory(flags, inventory, known)
     options = HealthOptions(probe_timeout=timeout or inventory.defaults.probe_timeout)
     workers = parallel or inventory.defaults.parallel
-    argv = _argv(hosts_file, only, tags, workers, prom, db) + (["--ansible-tree", ansible_tree] if ansible_tree else [])
+    argv = _argv(inventory.source, selection, workers, prom, db) + (["--ansible-tree", ansible_tree] if ansible_tree else [])
 
     with _open_store(db) as store, _progress(len(hosts)) as on_done:
         run = check_and_record(hosts, factory, store, parallel=workers, options=options, argv=argv,
                                on_done=on_done)
+        if keep_days is not None:
+            store.prune(keep_days)
     # One rule for every command (cli/outcome.py): a host that could not be reached is exit 3.
     code = combined([exit_code(all_results(run.reports)), *(EXIT_UNREACHABLE for r in run.reports if not r.reachable)])
     if as_json:
@@ -137,9 +156,26 @@ def health(hosts_file: str | None, only: tuple[str, ...], tags: tuple[str, ...],
     return code
 
 
-def _select(inventory: Inventory, only: Sequence[str], tags: Sequence[str]) -> list[HostEntry]:
+def _select(selection: HostSelection) -> tuple[Inventory, list[HostEntry]]:
+    """The inventory's selected hosts, or the one ``--host`` (its inventory entry when it has one;
+    else an ad-hoc host: reachability, disk and GPUs, no venvs to check)."""
+    if not selection.host:
+        return select_fleet(selection.hosts_file, selection)
+    if selection.fleet:
+        select_fleet(selection.hosts_file, selection)  # the one error for --host with --only/--tags
+    inventory = load_inventory_for(selection.hosts_file)
+    entry = find_entry(inventory, selection.host)
+    if inventory is not None and entry is not None:
+        return inventory, [entry]
+    entry = HostEntry(name=selection.host, address=selection.host)
+    base = inventory or Inventory(defaults=Defaults(), hosts=(), source="--host")
+    return dataclasses.replace(base, hosts=(*base.hosts, entry)), [entry]
+
+
+def _select_in(inventory: Inventory, selection: HostSelection) -> list[HostEntry]:
+    """The hosts ``--only``/``--tags`` select in an inventory that is already read (an Ansible tree's)."""
     try:
-        return select_hosts(inventory, only, tags)
+        return select_hosts(inventory, selection.only, selection.tags)
     except InventoryError as exc:
         raise UsageError(str(exc), hint="check --only/--tags against the inventory's host names and tags") from None
 
@@ -183,13 +219,15 @@ def _write_prom(path: str, reports: Sequence[HostReport], started: float, finish
                          hint="check the directory's permissions (the run itself was recorded)") from None
 
 
-def _argv(hosts_file: str | None, only: Sequence[str], tags: Sequence[str], parallel: int, prom: str | None,
-          db: str | None) -> list[str]:
+def _argv(source: str, selection: HostSelection, parallel: int, prom: str | None, db: str | None) -> list[str]:
     # Stored with the run, so `introspect history` can tell a cron run from a manual one.
-    argv = ["health", "--hosts", hosts_file or "hosts.yaml", "--parallel", str(parallel)]
-    for name in only:
+    argv = ["health", "--host", selection.host] if selection.host else ["health"]
+    if source != "--host":
+        argv += ["--hosts", source]
+    argv += ["--parallel", str(parallel)]
+    for name in selection.only:
         argv += ["--only", name]
-    for tag in tags:
+    for tag in selection.tags:
         argv += ["--tags", tag]
     if prom:
         argv += ["--prom", prom]
@@ -339,79 +377,3 @@ def _print_findings(console: Console, title: str, rows: Sequence[tuple[str, str 
             fixes.add(r.fix)
         elif r.fix:
             console.print(f"       [dim]fix:[/] {escape(r.fix)}", soft_wrap=True)
-
-
-# =========================================================================== history
-
-
-@click.command("history")
-@click.option("--host", help="Only runs that checked this host (counts are for it alone).")
-@click.option("--db", type=click.Path(dir_okay=False), help=f"History database (default {default_path()}).")
-@click.option("--limit", type=click.IntRange(1, 100000), default=20, show_default=True,
-              help="How many runs, latest first.")
-@click.option("--run", "run_id", type=int, default=None, help="Show every result of this run.")
-@click.option("--json", "as_json", is_flag=True, help="Print as JSON on stdout.")
-def history(host: str | None, db: str | None, limit: int, run_id: int | None, as_json: bool) -> int:
-    """Past `introspect health` runs: when, how many hosts, what passed and failed, what drifted."""
-    path = Path(db).expanduser() if db else default_path()
-    if not path.exists():
-        # Not created here: a typo in --db must not leave an empty database behind.
-        if db:
-            raise UsageError(f"no history database at {path}", hint="run `introspect health --db FILE` first, "
-                             "or check the path")
-        _emit_history([], [], as_json, path)
-        return 0
-    with _open_store(str(path)) as store:
-        runs = store.runs(host=host, limit=limit)
-        details = store.run_results(run_id, host=host) if run_id is not None else []
-        if run_id is not None and not details:
-            raise UsageError(f"run #{run_id} has no results{f' for {host}' if host else ''} in {path}",
-                             hint="see `introspect history` for the run ids")
-        problems = {run.id: [s for s in store.run_results(run.id, host=host) if s.result.status in ("fail", "warn")]
-                    for run in runs} if as_json else {}
-    _emit_history(runs, details, as_json, path, problems)
-    return 0
-
-
-def _emit_history(runs: Sequence[Any], details: Sequence[Any], as_json: bool, path: Path,
-                  problems: dict[int, list[Any]] | None = None) -> None:
-    if as_json:
-        doc = {"db": str(path), "runs": [_run_summary(run, (problems or {}).get(run.id, [])) for run in runs]}
-        if details:
-            doc["results"] = [{"host": s.host, "venv": s.venv or None, **result_dict(s.result)} for s in details]
-        echo_json(doc, HISTORY_SCHEMA)
-        return
-    if session().quiet:
-        return
-    console = make_console()
-    if details:
-        _print_findings(console, f"Run #{details[0].run_id}", [(s.host, s.venv or None, s.result) for s in details])
-        return
-    if not runs:
-        console.print(f"no runs recorded in {escape(str(path))} yet", soft_wrap=True)
-        return
-    rows = []
-    for run in runs:
-        took = f"{run.finished_at - run.started_at:.1f}s" if run.finished_at else "?"
-        rows.append([str(run.id), _when(run.started_at), took, str(run.hosts),
-                     *_count_cells(Counter({"pass": run.passed, "fail": run.failed, "warn": run.warned,
-                                            "info": run.info})),
-                     escape(" ".join(run.argv))])
-    # The command is the least important column: last, and folded to what width is left.
-    print_rows(console, HISTORY_COLUMNS, rows, title=f"introspect health runs ({escape(str(path))})")
-
-
-HISTORY_COLUMNS = [Col("run", "num"), Col("started"), Col("took", "num"),
-                   *(Col(s, "num") for s in ("hosts", "pass", "fail", "warn", "info")), Col("command", "text")]
-
-
-def _run_summary(run: Any, problems: Sequence[Any]) -> dict[str, Any]:
-    return {"id": run.id, "started_at": run.started_at, "finished_at": run.finished_at, "argv": run.argv,
-            "hosts": run.hosts, "pass": run.passed, "fail": run.failed, "warn": run.warned, "info": run.info,
-            "problems": [{"host": s.host, "venv": s.venv or None, "check": s.result.check,
-                          "status": s.result.status, "message": s.result.message} for s in problems]}
-
-
-def _when(ts: float) -> str:
-    return datetime.fromtimestamp(ts).astimezone().strftime("%Y-%m-%d %H:%M:%S %Z")
-

@@ -8,7 +8,7 @@ own lines; the other hosts' listings are unaffected.
 from __future__ import annotations
 
 import dataclasses
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import click
 from rich.markup import escape
@@ -19,8 +19,10 @@ from introspect.cli.connect import (
     executor_for,
     known_hosts_for,
     load_inventory_for,
+    select_fleet,
 )
 from introspect.cli.jsonout import echo_json
+from introspect.cli.options import HostSelection, fleet_options
 from introspect.cli.outcome import Finished, Notice, combined, notice
 from introspect.cli.progress import Phases, host_rows
 from introspect.cli.render import human_bytes, human_count
@@ -36,6 +38,9 @@ from introspect.client.discover import (
     plan_jobs,
 )
 from introspect.transport.base import Executor
+
+if TYPE_CHECKING:
+    from introspect.inventory import Inventory
 
 WIDE = 260  # columns when stdout is not a terminal: one line per model, never wrapped
 
@@ -159,14 +164,22 @@ def as_json(results: list[HostResult]) -> dict[str, Any]:
 @click.option("--parallel", type=click.IntRange(1, 256), default=None,
               help="Hosts scanned at once (default: the inventory's `parallel`, else 8).")
 @click.option("--json", "as_json_flag", is_flag=True, help="Print the listing as JSON on stdout.")
+@fleet_options
 @connection_options
 def models(roots: tuple[str, ...], hf_cache: str | None, venv: str | None, python_exe: str | None,
            max_depth: int, no_hf_scanner: bool, timeout: float, parallel: int | None, as_json_flag: bool,
            **kwargs: Any) -> Finished:
-    """List the model directories on a host (or every inventory host): plain dirs and the HF cache."""
+    """List the model directories on a host (or the inventory's hosts): plain dirs and the HF cache."""
+    selection = HostSelection.from_kwargs(kwargs)
     flags = ConnectionFlags.from_kwargs(kwargs)
-    inventory = load_inventory_for(flags.hosts_file) if (flags.host or flags.hosts_file) else None
-    jobs = plan_jobs(flags.host, inventory, roots, venv, python_exe)
+    inventory: Inventory | None
+    if selection.fleet or (flags.hosts_file and not flags.host):
+        # Inventory-wide: --hosts alone (every host), or --only/--tags/--all-hosts.
+        inventory, hosts = select_fleet(flags.hosts_file, selection)
+        jobs = plan_jobs(None, dataclasses.replace(inventory, hosts=tuple(hosts)), roots, venv, python_exe)
+    else:
+        inventory = load_inventory_for(flags.hosts_file) if flags.host else None
+        jobs = plan_jobs(flags.host, inventory, roots, venv, python_exe)
     known_hosts = known_hosts_for(flags, inventory)  # loaded once for every host of the run
 
     def make_executor(job: HostJob) -> Executor:

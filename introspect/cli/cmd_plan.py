@@ -6,7 +6,6 @@ drafter config skeleton derived from the target.
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 import click
@@ -15,29 +14,24 @@ from introspect.analysis.drafter_plan import drafter_config, spread_layer_ids
 from introspect.analysis.plan import DEFAULT_FRACTION, GpuBudget
 from introspect.analysis.result import PROFILE_SCHEMA
 from introspect.analysis.serving import replan
+from introspect.cli.options import parse_size as byte_size
 from introspect.cli.outcome import Finished, Notice
 from introspect.cli.session import session
 from introspect.client.documents import read_document
 from introspect.errors import EXIT_FINDINGS, InputError, UsageError
 from introspect.remote.contract import as_dict
 
-DRAFTER_KINDS = ("dflash", "eagle3")
 PLAN_SCHEMA = "introspect.plan/v1"
-_UNITS = {"": 1, "b": 1, "kb": 10**3, "mb": 10**6, "gb": 10**9, "tb": 10**12,
-          "k": 2**10, "m": 2**20, "g": 2**30, "t": 2**40,
-          "kib": 2**10, "mib": 2**20, "gib": 2**30, "tib": 2**40}
-_SIZE = re.compile(r"^\s*([0-9]+(?:\.[0-9]+)?)\s*([a-zA-Z]*)\s*$")
-
+DRAFTER_KINDS = ("dflash", "eagle3")
 
 
 def parse_size(text: str) -> int:
     """"96GiB" -> bytes. GB/MB are decimal, GiB/MiB (and bare G/M) binary, a plain number is bytes."""
-    found = _SIZE.match(text or "")
-    unit = found.group(2).lower() if found else None
-    if found is None or unit not in _UNITS:
+    try:
+        return byte_size(text, "--gpu-mem")
+    except UsageError:
         raise UsageError(f"--gpu-mem {text!r} is not a memory size",
-                         hint="write it like 96GiB, 141GB or 80G (G = GiB)")
-    return int(float(found.group(1)) * _UNITS[unit])
+                         hint="write it like 96GiB, 141GB or 80G (G = GiB)") from None
 
 
 def read_profile(path: str) -> dict[str, Any]:

@@ -2,15 +2,26 @@
 
 from __future__ import annotations
 
-from typing import Any
+import dataclasses
+import json
+from typing import TYPE_CHECKING, Any
 
 import click
 from rich.console import Console
 from rich.markup import escape
 
 from introspect.checks.preflight import Check, ready
-from introspect.cli.connect import ConnectionFlags, connection_options, executor_for, load_inventory_for
+from introspect.cli.connect import (
+    ConnectionFlags,
+    connection_options,
+    executor_for,
+    known_hosts_for,
+    load_inventory_for,
+    select_fleet,
+)
 from introspect.cli.jsonout import echo_json
+from introspect.cli.options import HostSelection, fleet_options
+from introspect.cli.outcome import Finished, Notice
 from introspect.cli.progress import Phases
 from introspect.cli.render_term import Col, make_console, print_fixes, print_rows
 from introspect.cli.session import session
@@ -19,10 +30,15 @@ from introspect.client.preflight import (
     DEFAULT_MIN_FREE_GB,
     DEFAULT_TIMEOUT,
     PreflightRequest,
+    preflight_hosts,
     run_preflight,
     validate,
 )
 from introspect.errors import EXIT_FINDINGS, EXIT_OK
+from introspect.transport.base import Executor
+
+if TYPE_CHECKING:
+    from introspect.inventory import HostEntry
 
 ICONS = {"pass": "[green]✔ pass[/]", "warn": "[yellow]! warn[/]", "fail": "[bold red]✘ fail[/]",
          "skipped": "[dim]- skipped[/]"}
@@ -48,27 +64,59 @@ CHECK_COLUMNS = (Col(""), Col("check"), Col("result", "text"))
               help="Seconds for the tokenizer part (killed with its process group after that).")
 @click.option("--json", "as_json", is_flag=True, help="Print every check (status, evidence, fix) as JSON.")
 @click.option("--no-remote-code", is_flag=True, help="Never run the model's own code (trust_remote_code).")
+@click.option("--parallel", type=click.IntRange(1, 1024), default=None,
+              help="Fleet mode: hosts gated at once (default: the inventory's, 8).")
+@fleet_options
 @connection_options
 def preflight(model: str, venv: str | None, python_exe: str | None, endpoint: str | None,
               api_key_env: str | None, endpoint_timeout: float, output_dir: str | None, min_free_gb: float,
               packages: tuple[str, ...], timeout: float, as_json: bool, no_remote_code: bool,
-              **kwargs: Any) -> int:
+              parallel: int | None, **kwargs: Any) -> int | Finished:
     """Gate a data-generation job: tokenizer, chat template, loss masks, mask token, ids, endpoint, disk."""
+    selection = HostSelection.from_kwargs(kwargs)
     flags = ConnectionFlags.from_kwargs(kwargs)
     request = PreflightRequest(model=model, venv=venv, python_exe=python_exe, endpoint=endpoint,
                                api_key_env=api_key_env, endpoint_timeout=endpoint_timeout, output_dir=output_dir,
                                min_free_gb=min_free_gb, packages=packages, timeout=timeout,
                                no_remote_code=no_remote_code)
     validate(request)
+    if selection.fleet:
+        return preflight_fleet(request, flags, selection, parallel, as_json=as_json)
     inventory = load_inventory_for(flags.hosts_file) if flags.host else None
     executor, entry = executor_for(flags, inventory)
     with Phases(f"checking {model} on {flags.host or 'this machine'}"):
-        report = run_preflight(request, executor, entry, local=not flags.host)
+        report = run_preflight(request, executor, entry, local=not flags.host, inventory=inventory)
     if as_json:
         echo_json(report.document)
     elif not session().quiet:
         print_checklist(report.checks, report.target)
     return EXIT_OK if report.ready else EXIT_FINDINGS
+
+
+def preflight_fleet(request: PreflightRequest, flags: ConnectionFlags, selection: HostSelection,
+                    parallel: int | None, *, as_json: bool) -> Finished:
+    """The gate on every selected inventory host; the exit code is the worst host's."""
+    inventory, hosts = select_fleet(flags.hosts_file, selection)
+    known_hosts = known_hosts_for(flags, inventory)  # parsed once for the whole fleet
+
+    def make_executor(entry: HostEntry) -> Executor:
+        return executor_for(dataclasses.replace(flags, host=entry.name), inventory, known_hosts)[0]
+
+    results = preflight_hosts(request, hosts, make_executor, parallel=parallel or inventory.defaults.parallel,
+                              inventory=inventory)
+    if as_json:
+        document = {"schema": "introspect.fleet-preflight/v1", "model": request.model,
+                    "hosts": [item | {"report": item["report"].document if item["report"] else None}
+                              for item in results]}
+        click.echo(json.dumps(document, indent=2, default=str))
+    else:
+        for item in results:
+            if item["report"] is not None:
+                print_checklist(item["report"].checks, item["report"].target)
+                click.echo()
+    notices = tuple(Notice(f"{item['host']}: {item['error'].get('message')}", item["error"].get("hint"))
+                    for item in results if item["error"])
+    return Finished(max((int(item["exit_code"]) for item in results), default=0), notices)
 
 
 def print_checklist(checks: list[Check], target: dict[str, Any], console: Console | None = None) -> None:

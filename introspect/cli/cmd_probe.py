@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import json
 import os
@@ -14,12 +15,15 @@ from introspect.analysis.profile import build_profile, exit_code
 from introspect.api import fatal_input
 from introspect.cli.connect import (
     ConnectionFlags,
+    check_output_path,
     connection_options,
     executor_for,
     known_hosts_for,
     load_inventory_for,
+    select_fleet,
 )
 from introspect.cli.jsonout import echo_json, error_of, stamped
+from introspect.cli.options import BYTE_SIZE, HostSelection, fleet_options
 from introspect.cli.outcome import Finished, Notice, combined, notice
 from introspect.cli.progress import Phases, host_rows
 from introspect.cli.session import session
@@ -41,10 +45,16 @@ if TYPE_CHECKING:
 
 def write_json(path: str, data: Any) -> None:
     """Write atomically, so a reader never sees half a profile."""
-    target = Path(path)
+    target = Path(path).expanduser()
     tmp = target.with_name(f".{target.name}.tmp-{os.getpid()}")
-    tmp.write_text(json.dumps(data, indent=2, sort_keys=False) + "\n", encoding="utf-8")
-    os.replace(tmp, target)
+    try:
+        tmp.write_text(json.dumps(data, indent=2, sort_keys=False) + "\n", encoding="utf-8")
+        os.replace(tmp, target)
+    except OSError as exc:
+        with contextlib.suppress(OSError):
+            tmp.unlink()
+        raise UsageError(f"cannot write {path}: {exc.strerror or exc}",
+                         hint="check that its directory exists and is writable") from None
 
 
 def emit(profile: dict[str, Any], *, as_json: bool, output: str | None) -> None:
@@ -77,41 +87,43 @@ def emit(profile: dict[str, Any], *, as_json: bool, output: str | None) -> None:
               help="Skip building the model from its code on the meta device (the code witness).")
 @click.option("--model-code-timeout", type=float, default=DEFAULT_MODEL_CODE_TIMEOUT, show_default=True,
               help="Seconds for the model-code build (killed with its process group after that).")
-@click.option("--max-json-bytes", type=int, default=DEFAULT_JSON_CAP, show_default=True,
-              help="Refuse JSON files above this size.")
+@click.option("--max-json-bytes", type=BYTE_SIZE, default=DEFAULT_JSON_CAP, show_default=True,
+              help="Refuse JSON files above this size (64MB, 1GiB or bytes); the weights' index "
+                   "has its own, larger cap.")
 @click.option("--hf-cache", help="HF hub cache dir on the target for --model ORG/NAME[@REV] "
               "(default: HF_HUB_CACHE, HF_HOME/hub, ~/.cache/huggingface/hub there).")
 @click.option("--refresh", is_flag=True, help="Ignore the local result cache and probe afresh.")
 @click.option("--no-cache", is_flag=True, help="Neither read nor write the local result cache.")
 @click.option("--deadline", type=click.FloatRange(min=1), default=DEFAULT_DEADLINE_S, show_default=True,
               help="Seconds for the whole run on one host; past it remote probes are stopped.")
-@click.option("--all-hosts", is_flag=True, help="Fleet mode: probe the model on every inventory host.")
-@click.option("--only", multiple=True, help="Fleet mode: these inventory hosts (repeat or comma-separate).")
-@click.option("--tags", multiple=True, help="Fleet mode: inventory hosts with one of these tags.")
 @click.option("--parallel", type=click.IntRange(1, 1024), default=None,
               help="Fleet mode: hosts probed at once (default: the inventory's, 8).")
 @click.option("--full", is_flag=True, help="Fleet mode: every host's full report after the one-row-per-host summary.")
 @click.option("--emit-drafter-config", "emit_drafter", nargs=2,
               type=(click.Choice(("dflash", "eagle3")), click.Path(dir_okay=False)),
               help="Also write a DFlash or EAGLE-3 drafter config skeleton for this target: KIND FILE.")
+@fleet_options
 @connection_options
-def probe(as_json: bool, output: str | None, save_raw: str | None, all_hosts: bool, only: tuple[str, ...],
-          tags: tuple[str, ...], parallel: int | None, full: bool, emit_drafter: tuple[str, str] | None,
-          **kwargs: Any) -> Finished:
+def probe(as_json: bool, output: str | None, save_raw: str | None, parallel: int | None, full: bool,
+          emit_drafter: tuple[str, str] | None, **kwargs: Any) -> Finished:
     """Profile a model directory: architecture, experts, tokenizer, chat template, venv, engines, GPUs, plan."""
+    selection = HostSelection.from_kwargs(kwargs)
     flags = ConnectionFlags.from_kwargs(kwargs)
     request = ProbeRequest(**kwargs)
-    if all_hosts or only or tags:
+    check_output_path(output, "--output")
+    check_output_path(save_raw, "--save-raw")
+    check_output_path(emit_drafter[1] if emit_drafter else None, "--emit-drafter-config")
+    if selection.fleet:
         if emit_drafter:
             raise UsageError("--emit-drafter-config takes one target", hint="probe one host, or drop the flag")
-        return probe_fleet(request, flags, only, tags, parallel, as_json=as_json, output=output, full=full)
+        return probe_fleet(request, flags, selection, parallel, as_json=as_json, output=output, full=full)
     inventory = load_inventory_for(flags.hosts_file) if flags.host else None
     executor, entry = executor_for(flags, inventory)
     where = flags.host or "this machine"
     with Phases(f"connecting to {where}") as phases:
         executor.connect()  # kept open: probe_model's `with executor` reuses this connection
         phases.phase(f"probing {request.model} on {where}: files, headers, tokenizer")
-        outcome = probe_model(request, executor, entry)
+        outcome = probe_model(request, executor, entry, inventory)
     fatal = fatal_input(outcome)
     if fatal is not None and not as_json:
         raise fatal  # nothing was read: one error and fix, no report of unknowns
@@ -127,18 +139,11 @@ def probe(as_json: bool, output: str | None, save_raw: str | None, all_hosts: bo
     return Finished(outcome.code, (notice(error),) if error else ())
 
 
-def probe_fleet(request: ProbeRequest, flags: ConnectionFlags, only: tuple[str, ...], tags: tuple[str, ...],
+def probe_fleet(request: ProbeRequest, flags: ConnectionFlags, selection: HostSelection,
                 parallel: int | None, *, as_json: bool, output: str | None, full: bool) -> Finished:
     """The same probe on many inventory hosts: one connection each, a bounded staggered pool."""
-    from introspect.inventory import InventoryError, select_hosts
 
-    inventory = load_inventory_for(flags.hosts_file, required=True)
-    assert inventory is not None
-    try:
-        hosts = select_hosts(inventory, [n for o in only for n in o.split(",") if n],
-                             [t for g in tags for t in g.split(",") if t])
-    except InventoryError as exc:
-        raise UsageError(str(exc), hint="check --only/--tags against the inventory") from None
+    inventory, hosts = select_fleet(flags.hosts_file, selection)
     known_hosts = known_hosts_for(flags, inventory)  # parsed once for the whole fleet
 
     def make_executor(entry: HostEntry) -> Executor:
@@ -147,8 +152,8 @@ def probe_fleet(request: ProbeRequest, flags: ConnectionFlags, only: tuple[str, 
     from introspect.cli.render_fleet import progress_row
 
     with host_rows(len(hosts), f"probing {request.model}", progress_row) as on_done:
-        results, stats = probe_hosts(request, hosts, make_executor,
-                                     parallel=parallel or inventory.defaults.parallel, on_done=on_done)
+        results, stats = probe_hosts(request, hosts, make_executor, parallel=parallel or inventory.defaults.parallel,
+                                     inventory=inventory, on_done=on_done)
     document = {"schema": "introspect.fleet-profiles/v1", "model": request.model, "hosts": results,
                 "fleet": stats}
     if output:
@@ -174,6 +179,7 @@ def probe_fleet(request: ProbeRequest, flags: ConnectionFlags, only: tuple[str, 
                    "one profile per host, as `probe --all-hosts` makes them.")
 def profile_cmd(raw_file: str | None, as_json: bool, output: str | None, ansible_tree: str | None) -> int | Finished:
     """Rebuild a profile from saved raw facts (`probe --save-raw`) or Ansible's results, without any host."""
+    check_output_path(output, "--output")
     if ansible_tree:
         if raw_file:
             raise UsageError("give RAW_FILE or --ansible-tree, not both", hint="drop one of them")
@@ -197,8 +203,8 @@ def _profiles_from_tree(directory: str, *, as_json: bool, output: str | None) ->
     if output:
         write_json(output, document)
     if as_json:
-        click.echo(json.dumps(document, indent=2))
-    else:
+        echo_json(document)
+    elif not session().quiet:
         for item in results:
             click.echo(f"\n=== {item['host']} (exit {item['exit_code']}) ===")
             print_report(item["profile"])

@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
+from introspect.cli.options import HostSelection, host_options
 from introspect.errors import UsageError
 from introspect.transport.base import Executor
 from introspect.transport.hostspec import HostSpec, parse_host
@@ -25,15 +26,12 @@ from introspect.transport.settings import DEFAULT_AUTH_TIMEOUT, DEFAULT_BANNER_T
 if TYPE_CHECKING:  # imported where used: a local probe never pays for paramiko, fabric or yaml
     from introspect.inventory import HostEntry, Inventory
     from introspect.transport.hostkeys import KnownHosts
+    from introspect.userconfig import Chosen
 
 
 def connection_options(func: Callable[..., Any]) -> Callable[..., Any]:
-    """Add the SSH flags every remote command takes."""
+    """Add the SSH flags every remote command takes (and ``--host``/``--hosts``)."""
     options = [
-        click.option("--host", "-H", help="Host address, ~/.ssh/config alias, hosts.yaml entry name, or a URL: "
-                     "ssh://, openssh://[user@]host[:port], docker://, podman://CONTAINER, "
-                     "kubectl://[NS/]POD[/CONTAINER], lxc://NAME, pct://VMID[?via=ssh://PVE], local://. "
-                     "Omit to run on this machine."),
         click.option("--transport", type=click.Choice(sorted(set(TRANSPORTS) - {"local"})), default=None,
                      help="Transport for a bare host name (default ssh = paramiko; openssh = the system ssh "
                           "client with all of ~/.ssh/config)."),
@@ -60,14 +58,10 @@ def connection_options(func: Callable[..., Any]) -> Callable[..., Any]:
                      help="Seconds to wait for the SSH banner after connecting (default 10)."),
         click.option("--auth-timeout", type=float, default=None,
                      help="Seconds for SSH authentication (default 15)."),
-        click.option("--hosts", "--inventory", "hosts_file", type=click.Path(dir_okay=False),
-                     help="Inventory file (default ./hosts.yaml when present) for --host entry names: "
-                          "hosts.yaml, or an Ansible inventory (INI, YAML, `ansible-inventory --list` JSON, "
-                          "an executable inventory script)."),
     ]
     for option in reversed(options):
         func = option(func)
-    return func
+    return host_options(func)
 
 
 @dataclass(frozen=True)
@@ -95,21 +89,53 @@ class ConnectionFlags:
 
 
 def load_inventory_for(flags_file: str | None, *, required: bool = False) -> Inventory | None:
-    """The inventory named by --hosts, else ./hosts.yaml when present (never read implicitly
-    from anywhere else)."""
-    path = flags_file or ("hosts.yaml" if Path("hosts.yaml").is_file() else None)
-    if path is None:
+    """The inventory named by ``--hosts``, ``$INTROSPECT_HOSTS`` or the user config
+    (:func:`introspect.userconfig.choose_inventory`); never one found in the working directory."""
+    from introspect.userconfig import HOSTS_ENV, choose_inventory, config_path
+
+    chosen = choose_inventory(flags_file)
+    if chosen is None:
         if required:
-            raise UsageError("no inventory: pass --hosts FILE", hint="see hosts.yaml in the README")
+            raise UsageError("no inventory: pass --hosts FILE",
+                             hint=f"or set {HOSTS_ENV}=FILE, or `hosts: FILE` in {config_path()}")
         return None
-    from introspect.inventory import InventoryError, load_inventory_file
+    return inventory_at(chosen.value, chosen)
+
+
+def inventory_at(path: str, chosen: Chosen | None = None) -> Inventory:
+    """Read the inventory at ``path`` through the one reader; its problems are usage errors (exit 2)."""
+    from introspect.inventory import InventoryError, read_inventory
 
     try:
-        return load_inventory_file(path)
+        return read_inventory(path, chosen)
     except InventoryError as exc:
-        raise UsageError(str(exc), hint="fix the inventory file (see the README's hosts.yaml section)") from None
-    except OSError as exc:
-        raise UsageError(f"cannot read inventory {path}: {exc.strerror}", hint="check --hosts") from None
+        where = f" (named by {chosen.where})" if chosen is not None and chosen.source != "flag" else ""
+        raise UsageError(f"{exc}{where}", hint="fix the inventory file (see the README's inventory section)") from None
+
+
+def select_fleet(hosts_file: str | None, selection: HostSelection) -> tuple[Inventory, list[HostEntry]]:
+    """The inventory and the hosts that ``--only``/``--tags``/``--all-hosts`` select in it."""
+    from introspect.inventory import InventoryError, select_hosts
+
+    if selection.host:
+        raise UsageError("--host names one target; --only, --tags and --all-hosts select inventory hosts",
+                         hint="give one or the other (an inventory host's name works with --only)")
+    inventory = load_inventory_for(hosts_file, required=True)
+    assert inventory is not None
+    try:
+        return inventory, select_hosts(inventory, selection.only, selection.tags)
+    except InventoryError as exc:
+        raise UsageError(str(exc), hint="check --only/--tags against the inventory's host names and tags") from None
+
+
+def check_output_path(path: str | None, option: str) -> None:
+    """Fail before any host is contacted when an output file's directory does not exist."""
+    if not path or path == "-":
+        return
+    parent = Path(path).expanduser().parent
+    if not parent.is_dir():
+        raise UsageError(f"{option} {path}: directory {parent} does not exist",
+                         hint=f"create it first (mkdir -p {parent}), or write the file elsewhere")
 
 
 def find_entry(inventory: Inventory | None, name: str | None) -> HostEntry | None:

@@ -28,12 +28,13 @@ LAZY_COMMANDS = {
     "probe": "introspect.cli.cmd_probe:probe",
     "profile": "introspect.cli.cmd_probe:profile_cmd",
     "health": "introspect.cli.cmd_health:health",
-    "history": "introspect.cli.cmd_health:history",
+    "history": "introspect.cli.cmd_history:history",
     "preflight": "introspect.cli.cmd_preflight:preflight",
     "models": "introspect.cli.cmd_models:models",
     "diff": "introspect.cli.cmd_diff:diff",
     "plan": "introspect.cli.cmd_plan:plan",
     "env": "introspect.cli.cmd_env:env",
+    "cache": "introspect.cli.cmd_cache:cache",
 }
 
 

@@ -78,7 +78,24 @@ def model_section(profile: dict[str, Any]) -> Table:
         bits = f"{quant.get('bits')}-bit " if quant.get("bits") else ""
         group = f", group {quant.get('group_size')}" if quant.get("group_size") else ""
         _row(table, "quantization", f"{quant.get('method')} {bits}{quant.get('format') or ''}{group}".strip())
+    _settings_rows(table, profile)
     return table
+
+
+def _settings_rows(table: Table, profile: dict[str, Any]) -> None:
+    """Which inventory and remote-code policy applied, who chose them, and whether the cache answered."""
+    settings = as_dict(profile.get("settings"))
+    inventory = as_dict(settings.get("inventory"))
+    if inventory:
+        _row(table, "inventory", escape(f"{inventory.get('path')} (from {inventory.get('where')})"))
+    policy = as_dict(settings.get("remote_code"))
+    if policy:
+        allowed = "allowed" if policy.get("value") else "refused"
+        _row(table, "model's own code", escape(f"{allowed} (from {policy.get('where')})"))
+    cache = as_dict(profile.get("cache"))
+    if cache.get("hit"):
+        _row(table, "cache", "hit: the model dir and interpreter are unchanged since the cached probe "
+                             "(--refresh probes afresh)")
 
 
 # The five questions users ask first, the summary key answering each, and the evidence group.

@@ -1,23 +1,45 @@
 """Local cache of raw facts, so a repeated probe of an unchanged model costs one round trip.
 
-Key: host, port, user, interpreter, model path and the probe options. Value: the
+Where: ``$INTROSPECT_CACHE_DIR``, else ``user_cache_dir("introspect")/probes``, one JSON
+file per key. Key: host, port, user, interpreter, model path and the probe options. Value: the
 raw facts plus the remote fingerprint (sizes and mtimes of the model dir's
 entries and of the interpreter's import path) they were gathered under. A hit
 needs the fingerprint taken now to equal the stored one; ``--refresh`` skips
 the lookup. Runs that ended in a fatal error or a timeout are never stored.
+The directory is capped (``$INTROSPECT_CACHE_MAX_BYTES``, default 256 MiB): the least
+recently used entries go first. ``introspect cache info|clear`` shows and empties it.
 """
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import platformdirs
 
 CACHE_SCHEMA = 1
+CACHE_MAX_ENV = "INTROSPECT_CACHE_MAX_BYTES"
+DEFAULT_MAX_BYTES = 256 * 1024 * 1024  # a Kimi K2 profile's raw facts are ~2 MB: over 100 models
+
+
+@dataclass(frozen=True)
+class CacheInfo:
+    path: Path
+    entries: int
+    bytes: int
+    max_bytes: int
+
+
+def max_bytes() -> int:
+    try:
+        return max(0, int(os.environ.get(CACHE_MAX_ENV, DEFAULT_MAX_BYTES)))
+    except ValueError:
+        return DEFAULT_MAX_BYTES
 
 
 def default_dir() -> Path:
@@ -39,8 +61,9 @@ def cacheable(raw: dict[str, Any]) -> bool:
 
 
 class ProbeCache:
-    def __init__(self, root: Path | None = None) -> None:
+    def __init__(self, root: Path | None = None, limit: int | None = None) -> None:
         self.root = root or default_dir()
+        self.limit = max_bytes() if limit is None else limit
 
     def _path(self, key: str) -> Path:
         return self.root / f"{key}.json"
@@ -52,6 +75,8 @@ class ProbeCache:
             entry = json.loads(self._path(key).read_text(encoding="utf-8"))
         except (OSError, ValueError):
             return None
+        with contextlib.suppress(OSError):
+            os.utime(self._path(key))  # recently used: evicted last
         if not isinstance(entry, dict) or entry.get("schema") != CACHE_SCHEMA or entry.get("digest") != digest:
             return None
         raw = entry.get("raw")
@@ -66,5 +91,48 @@ class ProbeCache:
             tmp = self._path(key).with_suffix(f".tmp-{os.getpid()}")
             tmp.write_text(json.dumps({"schema": CACHE_SCHEMA, "digest": digest, "raw": raw}), encoding="utf-8")
             os.replace(tmp, self._path(key))
+            self.evict(keep=self._path(key))
         except OSError:
             pass  # a cache that cannot be written is only a slower next run
+
+    def _entries(self) -> list[tuple[float, int, Path]]:
+        """(last used, size, path) of every entry, least recently used first."""
+        out = []
+        for path in self.root.glob("*.json"):
+            try:
+                st = path.stat()
+            except OSError:
+                continue  # removed meanwhile by another run
+            out.append((st.st_mtime, st.st_size, path))
+        return sorted(out)
+
+    def evict(self, keep: Path | None = None) -> int:
+        """Remove least recently used entries until the directory is within the cap."""
+        entries = self._entries()
+        total, removed = sum(size for _, size, _ in entries), 0
+        for _, size, path in entries:
+            if total <= self.limit:
+                break
+            if path == keep:
+                continue
+            with contextlib.suppress(OSError):
+                path.unlink()
+                total -= size
+                removed += 1
+        return removed
+
+    def info(self) -> CacheInfo:
+        entries = self._entries() if self.root.is_dir() else []
+        return CacheInfo(self.root, len(entries), sum(size for _, size, _ in entries), self.limit)
+
+    def clear(self) -> int:
+        """Remove every entry (and leftovers of interrupted writes); returns how many entries."""
+        if not self.root.is_dir():
+            return 0
+        count = 0
+        for path in self.root.iterdir():
+            if path.suffix == ".json" or ".tmp-" in path.name:
+                with contextlib.suppress(OSError):
+                    path.unlink()
+                    count += path.suffix == ".json"
+        return count

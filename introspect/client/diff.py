@@ -21,7 +21,7 @@ from introspect.errors import IntrospectError, ModelPathError, UsageError
 from introspect.transport.base import Executor
 
 if TYPE_CHECKING:
-    from introspect.inventory import HostEntry
+    from introspect.inventory import HostEntry, Inventory
 
 # host name -> its executor and inventory entry (the CLI's connection layers).
 ExecutorFor = Callable[[str], "tuple[Executor, HostEntry | None]"]
@@ -48,6 +48,7 @@ class LiveOptions:
     load_tokenizer: bool
     hf_cache: str | None
     json_cap: int
+    inventory: Inventory | None = None  # what named the hosts (the profiles' settings say so)
 
 
 def split_operand(text: str) -> tuple[str, str, str]:
@@ -98,7 +99,7 @@ def live_profile(side: Side, make_executor: ExecutorFor, opts: LiveOptions) -> d
         files_timeout=opts.files_timeout, no_remote_code=not opts.remote_code,
         no_tokenizer=not opts.load_tokenizer, max_json_bytes=opts.json_cap, hf_cache=opts.hf_cache,
         no_cache=True)
-    outcome = probe_model(request, executor, entry)
+    outcome = probe_model(request, executor, entry, opts.inventory)
     _check_raw(side, outcome.raw)
     return outcome.profile
 

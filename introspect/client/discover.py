@@ -8,6 +8,7 @@ is pure, so listings are testable without a host.
 
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -185,6 +186,11 @@ def _python_for(entry: HostEntry | None, venv: str | None, python_exe: str | Non
     return (entry.python if entry is not None else None) or "python3"
 
 
+def local_python() -> str:
+    """This machine's default: the interpreter introspect runs in (its huggingface_hub, if any)."""
+    return sys.executable or "python3"
+
+
 def _roots_for(entry: HostEntry | None, roots: tuple[str, ...]) -> tuple[tuple[str, ...], tuple[str, ...]]:
     """(roots reported when missing, roots skipped quietly when missing)."""
     if roots:
@@ -201,7 +207,8 @@ def plan_jobs(host: str | None, inventory: Inventory | None, roots: tuple[str, .
     if host or inventory is None:
         entry = next((h for h in inventory.hosts if h.name == host), None) if inventory and host else None
         required, optional = _roots_for(entry, roots)
-        return [HostJob(host or "local", host, entry, _python_for(entry, venv, python_exe), required, optional)]
+        python = _python_for(entry, venv, python_exe) if host or venv or python_exe else local_python()
+        return [HostJob(host or "local", host, entry, python, required, optional)]
     jobs = []
     for entry in inventory.hosts:
         required, optional = _roots_for(entry, roots)

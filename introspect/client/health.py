@@ -39,6 +39,7 @@ from introspect.errors import IntrospectError, ProbeTimeout
 from introspect.inventory import HostEntry, VenvEntry
 from introspect.remote.contract import DEFAULT_TOKENIZER_TIMEOUT
 from introspect.transport.base import Executor
+from introspect.userconfig import choose_remote_code
 
 SCHEMA = "introspect.health/v1"
 
@@ -149,8 +150,10 @@ def _run_jobs(executor: Executor, jobs: Sequence[_Job], options: HealthOptions) 
 def _channel(job: _Job, options: HealthOptions) -> Channel:
     key: Hashable = job
     if job.task == "tokenizer":
+        # The inventory's say, else the user config's `remote_code:`, else the built-in default.
+        trust = job.venv.remote_code if job.venv.remote_code_set else bool(choose_remote_code(False).value)
         return Channel(key, job.venv.python, "tokenizer",
-                       {"model_path": job.model, "trust_remote_code": job.venv.remote_code, "sample": False},
+                       {"model_path": job.model, "trust_remote_code": trust, "sample": False},
                        options.probe_timeout, isolate=True)
     request = probe_request(job.venv, import_timeout=min(options.import_timeout, options.probe_timeout),
                             nvidia_smi=options.nvidia_smi)

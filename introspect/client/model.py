@@ -37,9 +37,10 @@ from introspect.remote.contract import (
 )
 from introspect.remote.tasks.model_code import DEFAULT_MODEL_CODE_TIMEOUT
 from introspect.transport.base import Executor
+from introspect.userconfig import choose_remote_code, inventory_remote_code, settings_block
 
 if TYPE_CHECKING:
-    from introspect.inventory import HostEntry
+    from introspect.inventory import HostEntry, Inventory
 
 DEFAULT_DEADLINE_S = 300.0
 # Sections of the model task's facts copied into the raw facts as they are.
@@ -175,16 +176,16 @@ def gather_cached(executor: Executor, options: ProbeOptions, target: TargetBlock
 # --------------------------------------------------------------------------- one target
 
 
-def probe_model(request: ProbeRequest, executor: Executor, entry: HostEntry | None = None) -> ProbeOutcome:
+def probe_model(request: ProbeRequest, executor: Executor, entry: HostEntry | None = None,
+                inventory: Inventory | None = None) -> ProbeOutcome:
     """Probe one target over one connection and build its profile."""
     venv, python_exe, model = request.venv, request.python_exe, request.model
     if entry is not None and not venv and not python_exe and entry.venvs:
         venv = entry.venvs[0].path  # the entry's first venv is the natural default
     if entry is not None and not venv and not python_exe:
-        python_exe = entry.python
-    remote_code = not request.no_remote_code and (entry.remote_code if entry else True)
-    if entry is not None and venv:
-        remote_code = remote_code and all(v.remote_code for v in entry.venvs if v.path == venv)
+        python_exe = entry.python  # ansible_python_interpreter / hosts.yaml python:
+    python_exe = python_exe or (None if venv else executor.default_python)
+    remote_code = choose_remote_code(request.no_remote_code, inventory_remote_code(inventory, entry, venv))
     python = interpreter(python_exe, venv)
     with executor:
         resolved = None
@@ -194,12 +195,13 @@ def probe_model(request: ProbeRequest, executor: Executor, entry: HostEntry | No
                                             cache_dir=request.hf_cache)
         options = ProbeOptions(model_path=model, python=python_exe or "python3", venv=venv,
                                tokenizer_timeout=request.timeout, files_timeout=request.files_timeout,
-                               remote_code=remote_code, load_tokenizer=not request.no_tokenizer,
+                               remote_code=bool(remote_code.value), load_tokenizer=not request.no_tokenizer,
                                json_cap=request.max_json_bytes, load_model_code=not request.no_model_code,
                                model_code_timeout=request.model_code_timeout)
         raw = _gather_within(executor, options, target_of(executor, python, venv, model), request)
     if resolved is not None:
         raw["resolved"] = resolved
+    raw["settings"] = settings_block(inventory, remote_code)
     profile = build_profile(raw)
     return ProbeOutcome(exit_code(profile, raw), raw, profile, run_error(raw))
 
@@ -245,7 +247,8 @@ def run_error(raw: dict[str, Any]) -> IntrospectError | None:
 
 
 def probe_hosts(request: ProbeRequest, hosts: Sequence[HostEntry], make_executor: Callable[[HostEntry], Executor],
-                *, parallel: int, on_done: Callable[[dict[str, Any]], None] | None = None,
+                *, parallel: int, inventory: Inventory | None = None,
+                on_done: Callable[[dict[str, Any]], None] | None = None,
                 ) -> tuple[list[dict[str, Any]], dict[str, Any]]:
     """The same probe on many inventory hosts: one connection each, a bounded staggered pool.
 
@@ -258,7 +261,7 @@ def probe_hosts(request: ProbeRequest, hosts: Sequence[HostEntry], make_executor
     def work(entry: HostEntry) -> dict[str, Any]:
         executor = make_executor(entry)
         with monitor.connection(entry.name, closer=executor.close):
-            outcome = probe_model(request, executor, entry)
+            outcome = probe_model(request, executor, entry, inventory)
         return {"host": entry.name, "exit_code": outcome.code, "profile": outcome.profile,
                 "error": outcome.raw.get("fatal")}
 

@@ -13,18 +13,21 @@ import dataclasses
 import os
 import shlex
 import urllib.parse
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from introspect.checks.preflight import Check, evaluate, ready
+from introspect.client.fleet import run_fleet
 from introspect.client.runner import Channel, ChannelResult, run_channels, target_of
 from introspect.errors import ConnectError, InterpreterError, IntrospectError, ModelPathError, UsageError
 from introspect.inventory import venv_pip
 from introspect.remote.contract import interpreter
 from introspect.transport.base import Executor
+from introspect.userconfig import choose_remote_code, inventory_remote_code, settings_block
 
 if TYPE_CHECKING:
-    from introspect.inventory import HostEntry
+    from introspect.inventory import HostEntry, Inventory
 
 SCHEMA = "introspect.preflight/v1"
 TASK = "preflight"
@@ -102,7 +105,7 @@ def pip_command(venv: str | None, python_exe: str | None) -> str:
 
 
 def run_preflight(request: PreflightRequest, executor: Executor, entry: HostEntry | None,
-                  *, local: bool) -> PreflightReport:
+                  *, local: bool, inventory: Inventory | None = None) -> PreflightReport:
     """Gather both parts' evidence over one connection and judge it."""
     validate(request)
     venv, model, output_dir = request.venv, request.model, request.output_dir
@@ -112,22 +115,24 @@ def run_preflight(request: PreflightRequest, executor: Executor, entry: HostEntr
         # Local run: paths are the user's, relative to this shell (remote ones resolve from $HOME).
         model = os.path.abspath(model)
         output_dir = os.path.abspath(output_dir) if output_dir else None
-    remote_code = not request.no_remote_code and (entry.remote_code if entry else True)
-    if entry is not None and venv:  # an inventory may forbid remote code per venv, as for `probe`
-        remote_code = remote_code and all(v.remote_code for v in entry.venvs if v.path == venv)
+    # As for `probe`: the flag, else the inventory's host or venv entry, else the user config.
+    policy = choose_remote_code(request.no_remote_code, inventory_remote_code(inventory, entry, venv))
+    remote_code = bool(policy.value)
+    python_exe = request.python_exe or (None if venv else executor.default_python)
     endpoint = request.endpoint.rstrip("/") if request.endpoint else None
     task_request = {"model_path": model, "trust_remote_code": remote_code, "endpoint": endpoint,
                     "endpoint_timeout": request.endpoint_timeout, "api_key_env": request.api_key_env,
                     "output_dir": output_dir, "pipeline_packages": pipeline_packages(request.packages)}
-    python = interpreter(request.python_exe, venv)
+    python = interpreter(python_exe, venv)
     with executor:
         evidence = gather(executor, python, task_request, timeout=request.timeout,
                           light_timeout=2 * request.endpoint_timeout + LIGHT_GRACE_S)
     _require_model_dir(evidence, model)
-    checks = evaluate(evidence, min_free_gb=request.min_free_gb, pip=pip_command(venv, request.python_exe),
+    checks = evaluate(evidence, min_free_gb=request.min_free_gb, pip=pip_command(venv, python_exe),
                       model_path=model)
     target = dict(target_of(executor, python, venv, model)) | {"endpoint": endpoint, "output_dir": output_dir}
-    return PreflightReport(checks, target, build_report(checks, evidence, target))
+    document = build_report(checks, evidence, target) | {"settings": settings_block(inventory, policy)}
+    return PreflightReport(checks, target, document)
 
 
 def gather(executor: Executor, python: str, request: dict[str, Any], *, timeout: float,
@@ -174,3 +179,24 @@ def build_report(checks: list[Check], evidence: dict[str, Any], target: dict[str
     return {"schema": SCHEMA, "ready": ready(checks), "target": target,
             "checks": [dataclasses.asdict(c) | {"title": c.title} for c in checks],
             "errors": evidence.get("errors") or [], "timings": evidence.get("timings") or {}}
+
+
+def preflight_hosts(request: PreflightRequest, hosts: Sequence[HostEntry],
+                    make_executor: Callable[[HostEntry], Executor], *, parallel: int,
+                    inventory: Inventory | None = None) -> list[dict[str, Any]]:
+    """The same gate on many inventory hosts (one connection each, a bounded staggered pool):
+    one item per host, in ``hosts`` order: ``host``, ``exit_code``, ``ready``, ``report``, ``error``."""
+    def work(entry: HostEntry) -> dict[str, Any]:
+        report = run_preflight(request, make_executor(entry), entry, local=False, inventory=inventory)
+        return {"host": entry.name, "exit_code": 0 if report.ready else 1, "ready": report.ready,
+                "report": report, "error": None}
+
+    def failed(entry: HostEntry, exc: BaseException, _seconds: float) -> dict[str, Any]:
+        if not isinstance(exc, IntrospectError):
+            exc = IntrospectError(f"internal error: {type(exc).__name__}: {exc}",
+                                  hint="rerun with --debug and report the traceback", host=entry.name)
+        return {"host": entry.name, "exit_code": exc.exit_code, "ready": False, "report": None,
+                "error": exc.as_dict()}
+
+    results = run_fleet(hosts, work, parallel=parallel, on_error=failed)
+    return [r if isinstance(r, dict) else failed(r.item, r.error, r.seconds) for r in results]

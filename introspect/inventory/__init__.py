@@ -26,6 +26,7 @@ from __future__ import annotations
 
 from introspect.inventory.model import Defaults, HostEntry, Inventory, InventoryError, VenvEntry, venv_pip
 from introspect.inventory.schema import load_inventory, parse_inventory, select_hosts
+from introspect.inventory.source import read_inventory
 
 
 def load_inventory_file(path: str) -> Inventory:
@@ -44,6 +45,7 @@ __all__ = [
     "load_inventory",
     "load_inventory_file",
     "parse_inventory",
+    "read_inventory",
     "select_hosts",
     "venv_pip",
 ]

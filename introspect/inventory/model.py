@@ -4,8 +4,12 @@ from __future__ import annotations
 
 import posixpath
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from introspect.remote.contract import DEFAULT_TOKENIZER_TIMEOUT, venv_python
+
+if TYPE_CHECKING:
+    from introspect.userconfig import Chosen
 
 MAX_INVENTORY_BYTES = 1024 * 1024  # bounded input; a real inventory is a few KiB
 
@@ -28,8 +32,6 @@ class InventoryError(Exception):
         super().__init__(f"{prefix}: {message}" if prefix else message)
 
 
-
-
 @dataclass(frozen=True)
 class Defaults:
     user: str | None = None
@@ -42,6 +44,7 @@ class Defaults:
     # On by default because the CLI opt-out is --no-remote-code; hosts.yaml
     # can switch it off per host or venv.
     remote_code: bool = True
+    remote_code_set: bool = field(default=False, compare=False)  # the file said remote_code (else the built-in default applies)
     probe_timeout: float = DEFAULT_TOKENIZER_TIMEOUT  # seconds for one host's probe run (tokenizer loads included)
 
 
@@ -52,6 +55,7 @@ class VenvEntry:
     imports: tuple[str, ...] = ()
     models: tuple[str, ...] = ()
     remote_code: bool = True
+    remote_code_set: bool = field(default=False, compare=False)  # this venv, its host or the defaults said remote_code
     min_free_gb: float | None = None  # GiB (2**30 bytes), as `df -h` shows
 
     @property
@@ -75,6 +79,7 @@ class HostEntry:
     tags: tuple[str, ...] = ()
     venvs: tuple[VenvEntry, ...] = ()
     remote_code: bool = True
+    remote_code_set: bool = field(default=False, compare=False)  # this host or the defaults said remote_code
     roots: tuple[str, ...] = ()
     passphrase_env: str | None = None
     python: str | None = None  # interpreter for probes outside any venv (Ansible's ansible_python_interpreter)
@@ -86,6 +91,7 @@ class Inventory:
     defaults: Defaults
     hosts: tuple[HostEntry, ...]
     source: str = "<string>"
+    chosen: Chosen | None = field(default=None, compare=False)  # which flag, variable or config named it
 
     def host(self, name: str) -> HostEntry:
         for entry in self.hosts:

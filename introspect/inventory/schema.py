@@ -41,11 +41,13 @@ def _parse_defaults(c: Checker, raw: Any, line: int | None) -> Defaults:
                        lambda v, ln, k: c.integer(v, ln, k, 1, 1024), d.parallel),
         known_hosts=c.get(m, "known_hosts", "defaults", c.string),
         remote_code=c.get(m, "remote_code", "defaults", c.boolean, d.remote_code),
+        remote_code_set="remote_code" in m,
         probe_timeout=c.get(m, "probe_timeout", "defaults", c.number, d.probe_timeout),
     )
 
 
-def _parse_venv(c: Checker, raw: Any, line: int, key: str, inherited_remote_code: bool) -> VenvEntry:
+def _parse_venv(c: Checker, raw: Any, line: int, key: str, inherited_remote_code: bool,
+                inherited_set: bool = False) -> VenvEntry:
     m = c.mapping(raw, line, key, _VENV_KEYS)
     if "path" not in m or m["path"] is None:
         c.fail(m.line, key, "missing required key 'path' (the venv directory, e.g. /opt/venvs/serve)")
@@ -56,6 +58,7 @@ def _parse_venv(c: Checker, raw: Any, line: int, key: str, inherited_remote_code
                       lambda v, ln, k: c.str_list(v, ln, k, c.pattern(MODULE_RE, "module name")), ()),
         models=c.get(m, "models", key, lambda v, ln, k: c.str_list(v, ln, k, c.remote_path), ()),
         remote_code=c.get(m, "remote_code", key, c.boolean, inherited_remote_code),
+        remote_code_set=inherited_set or "remote_code" in m,
         min_free_gb=c.get(m, "min_free_gb", key, lambda v, ln, k: c.number(v, ln, k, positive=False)),
     )
 
@@ -67,6 +70,7 @@ def _parse_host(c: Checker, name: str, raw: Any, line: int, key: str, defaults: 
         c.fail(m.key_lines["name"], join_key(key, "name"),
                "the host's name is its key under `hosts:`; remove `name` here")
     remote_code = c.get(m, "remote_code", key, c.boolean, defaults.remote_code)
+    remote_code_set = defaults.remote_code_set or "remote_code" in m
     venvs: list[VenvEntry] = []
     raw_venvs = m.get("venvs")
     if raw_venvs is not None:
@@ -76,7 +80,7 @@ def _parse_host(c: Checker, name: str, raw: Any, line: int, key: str, defaults: 
         seen: dict[str, int] = {}
         for i, item in enumerate(raw_venvs):
             vkey = f"{key}.venvs[{i}]"
-            venv = _parse_venv(c, item, raw_venvs.item_lines[i], vkey, remote_code)
+            venv = _parse_venv(c, item, raw_venvs.item_lines[i], vkey, remote_code, remote_code_set)
             if venv.path in seen:
                 c.fail(raw_venvs.item_lines[i], vkey,
                        f"duplicate venv path {venv.path!r} (first listed as venvs[{seen[venv.path]}])")
@@ -97,6 +101,7 @@ def _parse_host(c: Checker, name: str, raw: Any, line: int, key: str, defaults: 
         tags=c.get(m, "tags", key, lambda v, ln, k: c.str_list(v, ln, k, c.pattern(TAG_RE, "tag")), ()),
         venvs=tuple(venvs),
         remote_code=remote_code,
+        remote_code_set=remote_code_set,
         roots=c.get(m, "roots", key, lambda v, ln, k: c.str_list(v, ln, k, c.remote_path), ()),
         python=c.get(m, "python", key, c.remote_path),
         line=line,

@@ -110,6 +110,9 @@ class ProbeReply:
 class Executor(abc.ABC):
     """Runs the shipped probe under a Python interpreter on one target."""
 
+    # The interpreter when neither --python nor --venv names one: the target's python3.
+    default_python = "python3"
+
     def __init__(self, target: Target) -> None:
         self.target = target
         self._live: set[RemoteProcess] = set()

@@ -6,6 +6,7 @@ import contextlib
 import os
 import signal
 import subprocess
+import sys
 from typing import TYPE_CHECKING
 
 from introspect.errors import InterpreterError
@@ -70,6 +71,10 @@ class LocalProcess(RemoteProcess):
 
 class LocalExecutor(Executor):
     """This machine: the probe runs as a subprocess of the CLI."""
+
+    # The interpreter introspect itself runs in (so `pip install introspect[local]` or pipx
+    # is what a local probe sees), not whichever python3 comes first on PATH.
+    default_python = sys.executable or "python3"
 
     def __init__(self) -> None:
         super().__init__(LOCAL_TARGET)

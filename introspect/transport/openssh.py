@@ -39,7 +39,7 @@ from introspect.errors import ConnectionLost, HostUnreachable, IntrospectError, 
 from introspect.transport.base import ExecResult, Executor, RemoteProcess, Target
 from introspect.transport.exec_cli import ClientProcess, find_client
 from introspect.transport.openssh_errors import SSHContext, classify
-from introspect.transport.settings import ConnectionSettings
+from introspect.transport.settings import ConnectionSettings, checked_identity
 
 # Options introspect sets itself; a --ssh-option naming one would silently lose (first value wins).
 _OWN_OPTIONS = {"batchmode", "controlmaster", "controlpath", "controlpersist", "connecttimeout"}
@@ -122,7 +122,8 @@ class OpenSSHExecutor(Executor):
     def from_settings(cls, settings: ConnectionSettings) -> OpenSSHExecutor:
         if not settings.host:
             raise UsageError("an OpenSSH target needs a host", hint="pass --host openssh://[user@]HOST[:PORT]")
-        return cls(settings.host, port=settings.port, user=settings.user, identity=settings.identity,
+        return cls(settings.host, port=settings.port, user=settings.user,
+                   identity=checked_identity(settings.identity),
                    jump=settings.jump, ssh_config=settings.ssh_config, known_hosts=settings.known_hosts,
                    accept_new=settings.accept_new, options=settings.ssh_options,
                    connect_timeout=settings.connect_timeout, control_persist=settings.control_persist)

@@ -8,8 +8,11 @@ ignoring the rest.
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
+
+from introspect.errors import InputError
 
 if TYPE_CHECKING:  # paramiko is imported only by the transports that use it
     from introspect.transport.hostkeys import KnownHosts
@@ -50,3 +53,17 @@ class ConnectionSettings:
     spec: HostSpec | None = None
     ssh_options: tuple[str, ...] = ()  # openssh: -o KEY=VALUE words (--ssh-option)
     control_persist: str | None = None  # openssh: keep the master this long (--control-persist)
+
+
+def checked_identity(path: str | None) -> str | None:
+    """An explicit key file (``--identity``, ``identity:`` in the inventory) must be a readable
+    file: a typo would otherwise surface as a network error or a refused login."""
+    if not path:
+        return None
+    if not os.path.exists(path):
+        raise InputError(f"identity file {path} does not exist",
+                         hint="check the path given to --identity (or `identity:` in the inventory)")
+    if not os.path.isfile(path) or not os.access(path, os.R_OK):
+        raise InputError(f"identity file {path} is not a readable file",
+                         hint="pass the private key file itself (e.g. ~/.ssh/id_ed25519), readable by you")
+    return path

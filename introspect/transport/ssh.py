@@ -30,7 +30,7 @@ from introspect.errors import (
 )
 from introspect.transport.base import Executor, RemoteProcess, Target
 from introspect.transport.hostkeys import KnownHosts
-from introspect.transport.settings import DEFAULT_CONNECT_TIMEOUT, ConnectionSettings
+from introspect.transport.settings import DEFAULT_CONNECT_TIMEOUT, ConnectionSettings, checked_identity
 
 
 @dataclass(frozen=True)
@@ -121,7 +121,8 @@ class SSHExecutor(Executor):
             # paramiko has no -o or ControlPersist: a flag silently ignored would mislead.
             raise UsageError(f"--ssh-option and --control-persist apply to openssh://, not to ssh:// ({settings.host})",
                              hint="add --transport openssh, or write the host as openssh://HOST")
-        ssh = SSHTarget(host=settings.host, port=settings.port, user=settings.user, identity=settings.identity,
+        ssh = SSHTarget(host=settings.host, port=settings.port, user=settings.user,
+                        identity=checked_identity(settings.identity),
                         jump=settings.jump, connect_timeout=settings.connect_timeout or DEFAULT_CONNECT_TIMEOUT,
                         banner_timeout=settings.banner_timeout, auth_timeout=settings.auth_timeout,
                         ssh_config=settings.ssh_config, passphrase_env=settings.passphrase_env)
@@ -193,7 +194,7 @@ class SSHExecutor(Executor):
                 exc.key, exc.expected_key) from None
         except (paramiko.AuthenticationException, paramiko.PasswordRequiredException) as exc:
             raise AuthenticationFailed(
-                f"authentication refused for user {conn.user!r} at {where} ({exc})",
+                f"authentication refused for user {conn.user!r} at {where} ({exc}); tried {self._keys_tried(conn)}",
                 hint="load the right key into ssh-agent, pass --identity FILE, or check --user",
                 host=self.label, stage="auth") from None
         except NoValidConnectionsError:
@@ -214,15 +215,7 @@ class SSHExecutor(Executor):
                                   hint="check that sshd runs there and listens on that port",
                                   host=self.label, stage="connect") from None
         except paramiko.SSHException as exc:
-            text = str(exc)
-            if "banner" in text.lower():
-                raise HostUnreachable(
-                    f"no SSH banner from {where} within {self.ssh.banner_timeout:g} s ({text})",
-                    hint="the port may not be sshd, or sshd is refusing new connections (MaxStartups); "
-                         "retry with fewer parallel hosts", host=self.label, stage="banner") from None
-            raise HostUnreachable(f"SSH negotiation with {where} failed: {text}",
-                                  hint="check the server's sshd logs", host=self.label,
-                                  stage="handshake") from None
+            raise self._negotiation_error(conn, str(exc)) from None
         except OSError as exc:
             reason = errno.errorcode.get(exc.errno or 0, "") if exc.errno else ""
             raise HostUnreachable(f"cannot connect to {where}: {exc.strerror or exc} {reason}".strip(),
@@ -235,6 +228,38 @@ class SSHExecutor(Executor):
         transport = conn.client.get_transport()
         if transport is not None:
             transport.set_keepalive(self.ssh.keepalive)
+
+    def _negotiation_error(self, conn: Connection, text: str) -> IntrospectError:
+        """paramiko's SSHException, by what its words say went wrong."""
+        where = f"{conn.host}:{conn.port}"
+        if "no authentication methods available" in text.lower():
+            # paramiko's words when it had no key and no agent to offer at all.
+            return AuthenticationFailed(
+                f"no usable SSH key for user {conn.user!r} at {where}: tried {self._keys_tried(conn)}",
+                hint="pass --identity FILE, load a key with `ssh-add`, or create one with `ssh-keygen`",
+                host=self.label, stage="auth")
+        if "banner" in text.lower():
+            return HostUnreachable(
+                f"no SSH banner from {where} within {self.ssh.banner_timeout:g} s ({text})",
+                hint="the port may not be sshd, or sshd is refusing new connections (MaxStartups); "
+                     "retry with fewer parallel hosts", host=self.label, stage="banner")
+        return HostUnreachable(f"SSH negotiation with {where} failed: {text}",
+                               hint="check the server's sshd logs", host=self.label, stage="handshake")
+
+    def _keys_tried(self, conn: Connection) -> str:
+        """What authentication had to offer, in words (files and counts, never key material)."""
+        files = conn.connect_kwargs.get("key_filename") or []
+        files = [files] if isinstance(files, str) else list(files)
+        defaults = [os.path.join("~", ".ssh", n) for n in ("id_rsa", "id_ecdsa", "id_ed25519")
+                    if os.path.isfile(os.path.expanduser(os.path.join("~", ".ssh", n)))]
+        agent = "ssh-agent not running (SSH_AUTH_SOCK unset)"
+        if os.environ.get("SSH_AUTH_SOCK"):
+            try:
+                agent = f"ssh-agent with {len(paramiko.Agent().get_keys())} key(s)"
+            except (paramiko.SSHException, OSError):
+                agent = "ssh-agent not reachable at SSH_AUTH_SOCK"
+        keys = ", ".join(dict.fromkeys([*map(str, files), *defaults])) or "no key files"
+        return f"{keys}; {agent}"
 
     def close(self) -> None:
         super().close()

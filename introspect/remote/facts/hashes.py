@@ -11,11 +11,11 @@ import os
 import stat
 from typing import Any, List, Optional, Tuple
 
-from ..contract import ErrorRecord, HashesFacts, error_record, tag
+from ..contract import INDEX_CAP, ErrorRecord, HashesFacts, error_record, tag
 from ..readers import os_error, read_json_capped, sha256_file
 from ..sections import HashedFile, WeightsHashes
-from . import index
 from .discovery import MAX_NAMES
+from .index import INDEX_NAME, summarize_index
 from .listing import scan_names
 from .model_summary import WEIGHT_SUFFIXES
 
@@ -82,43 +82,23 @@ def _collect_hashes(model_path: str, cap: int, facts: HashesFacts) -> Tuple[Hash
     return facts, errors
 
 
-def _index_summary(model_path: str, index_name: str,
-                   cap: int) -> Tuple[Optional[int], Optional[List[str]], Optional[ErrorRecord]]:
-    """(total_size, shard names, error) of the index. The standard index is the one the files and
-    safetensors sections summarise (memoised: a 25 MB index is parsed once per run), read here
-    within this section's own cap; any other ``*.safetensors.index.json`` is read directly."""
-    full = os.path.join(model_path, index_name)
-    if index_name == index.INDEX_NAME:
-        try:
-            size = os.path.getsize(full)
-        except OSError as exc:
-            return None, None, os_error(exc, full)
-        if size <= cap:
-            summary, problem = index.summarize_index(model_path)
-            if summary is not None and (problem is None or problem["type"] != "malformed-index"):
-                return summary["total_size"], list(summary["shards"]), None
-    value, err = read_json_capped(full, cap)
-    meta = (value or {}).get("metadata")
-    total = _int(meta.get("total_size")) if isinstance(meta, dict) else None
-    wmap = (value or {}).get("weight_map")
-    listed = sorted(set(v for v in wmap.values() if isinstance(v, str))) if isinstance(wmap, dict) else None
-    return total, listed, err
-
-
 def _weights(model_path: str, names: List[str], cap: int, errors: List[ErrorRecord]) -> WeightsHashes:
     out = WeightsHashes(index=None, shards={}, missing_shards=[])
     index_name = next((n for n in names if n.endswith(".safetensors.index.json")), None)
     shard_names = [n for n in names if n.endswith(".safetensors")]
     if index_name is not None:
         full = os.path.join(model_path, index_name)
-        digest, herr = sha256_file(full, limit=cap)
-        total, listed, ierr = _index_summary(model_path, index_name, cap)
-        for problem in (herr, ierr):
-            if problem is not None:
-                errors.append(tag(problem, PROBE))
+        # The index has its own cap: a 1T checkpoint's is ~25 MB, above the JSON cap of configs.
+        index_cap = max(cap, INDEX_CAP)
+        digest, herr = sha256_file(full, limit=index_cap)
+        total, shards, ierr = _index_shards(model_path, index_name, index_cap)
+        # One cause, one error: a file too large to hash is too large to parse as well.
+        problem = herr or ierr
+        if problem is not None:
+            errors.append(tag(problem, PROBE))
         out["index"] = {"file": index_name, "sha256": digest, "total_size": total}
-        if listed is not None:
-            shard_names = listed
+        if shards is not None:
+            shard_names = shards
     for shard in shard_names:
         if "/" in shard or shard.startswith(".."):
             continue  # an index naming files outside the dir is not followed
@@ -128,3 +108,25 @@ def _weights(model_path: str, names: List[str], cap: int, errors: List[ErrorReco
             out["missing_shards"].append(shard)
     return out
 
+
+
+def _index_shards(model_path: str, name: str, cap: int) -> Tuple[Optional[int], Optional[List[str]], Optional[ErrorRecord]]:
+    """(total_size, shard names, read error) of an index; None shards when it has no weight_map.
+
+    ``model.safetensors.index.json`` comes from :func:`summarize_index`, memoised: the files and
+    safetensors sections parse the same 25 MB once per run, and this one reuses it.
+    """
+    if name == INDEX_NAME:
+        summary, err = summarize_index(model_path, cap)
+        if summary is None:
+            return None, None, err
+        # Its missing-shard and malformed-index errors are the safetensors section's to report.
+        has_map = not (err is not None and err.get("type") == "malformed-index")
+        return summary["total_size"], (list(summary["shards"]) if has_map else None), None
+    index, err = read_json_capped(os.path.join(model_path, name), cap)
+    if err is not None:
+        return None, None, err
+    metadata, wmap = index.get("metadata"), index.get("weight_map")
+    total = _int(metadata.get("total_size")) if isinstance(metadata, dict) else None
+    shards = sorted(set(v for v in wmap.values() if isinstance(v, str))) if isinstance(wmap, dict) else None
+    return total, shards, None
