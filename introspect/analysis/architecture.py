@@ -14,6 +14,7 @@ from typing import Any
 
 from introspect.analysis.attention import analyze_attention, empty_attention, hidden_size
 from introspect.analysis.config_view import MAX_SIZE, ConfigView, positive, sanitize, unwrap
+from introspect.analysis.config_voids import void_dependents
 from introspect.analysis.families import defaults_for, family_of
 from introspect.analysis.family_findings import family_findings
 from introspect.analysis.findings import Finding, Severity
@@ -78,10 +79,17 @@ def analyze_architecture(
 
 
 def architecture_section(
-    config: object, *, config_path: str | None = None, safetensors: Any = None, drafters: Any = None
+    config: object, *, config_path: str | None = None, safetensors: Any = None, drafters: Any = None,
+    config_error: Any = None,
 ) -> tuple[dict[str, Any], list[Finding]]:
-    """Architecture section of the profile and its typed findings. Never raises."""
+    """Architecture section of the profile and its typed findings. Never raises.
+
+    ``config_error`` is the probe's error record for a config.json that exists but could not
+    be used (not JSON, too deep, too large ...): its own finding names the cause, so the
+    section then says nothing about a missing file."""
     try:
+        if config is None and isinstance(config_error, dict):
+            return empty_architecture(config_path if isinstance(config_path, str) else None), []
         return _analyze(config, config_path, safetensors, drafters)
     except Exception as exc:  # the last guard: a verdict bug must not cost the rest of the profile
         arch = empty_architecture(config_path if isinstance(config_path, str) else None)
@@ -96,13 +104,14 @@ def architecture_section(
 
 
 def _section(view: ConfigView, evidence: dict[str, Any], name: str, fn: Any, *args: Any) -> Any:
-    """Run one verdict and keep the config keys it read as its evidence."""
-    saved, view.evidence = view.evidence, {}
+    """Run one verdict; keep the config keys it read as its evidence, and the bad ones it met."""
+    saved, view.evidence, start = view.evidence, {}, len(view.rejections)
     try:
         return fn(*args)
     finally:
         evidence[name] = dict(view.evidence)
         view.evidence = saved | view.evidence
+        view.touched[name] = view.rejections[start:]
 
 
 def _invalid(config: object, arch: dict[str, Any]) -> tuple[dict[str, Any], list[Finding]]:
@@ -129,13 +138,15 @@ def _analyze(
     text_type = text_type or model_type
     prefix = ".".join(nesting) + "." if nesting else ""
     view = ConfigView(text, parent=root if nesting else None, defaults=defaults_for(model_type, text_type),
-                      prefix=prefix)
+                      prefix=prefix, model_type=text_type)
     root_view = ConfigView(root)
     evidence: dict[str, Any] = {}
-    _identity(arch, view, root_view, evidence, model_type, text_type, nesting)
+    _section(view, evidence, "identity", _identity, arch, view, root_view, evidence, model_type, text_type, nesting)
+    evidence.pop("identity")
     layout, estimate = _verdicts(arch, view, root_view, evidence, text_type, drafters)
 
     findings: list[Finding] = []
+    layout, estimate = void_dependents(arch, view, layout, estimate, config_path, findings)
     quant, num_layers = arch["quantization"], arch["num_layers"]
     stored = count_safetensors(safetensors, quant, num_layers)
     arch["params"], arch["mtp"] = _params(estimate, stored, findings)

@@ -50,6 +50,15 @@ def environment_section(raw: RawFacts | dict[str, Any]) -> EnvironmentSection:
     }
 
 
+def config_error(errors: Any) -> dict[str, Any] | None:
+    """The probe's record of a config.json that is there but unusable (missing is not one)."""
+    for err in errors if isinstance(errors, list) else []:
+        if (isinstance(err, dict) and isinstance(err.get("path"), str) and err["path"].endswith("/config.json")
+                and err.get("type") not in ("missing-config", "not-found", "encoding")):
+            return err
+    return None
+
+
 def _target_section(block: dict[str, Any]) -> TargetSection:
     """The raw target block with every key present, in the profile's order."""
     section = TargetSection(scheme=block.get("scheme"), host=block.get("host"), port=block.get("port"),
@@ -95,7 +104,8 @@ def analyze(raw: RawFacts | dict[str, Any]) -> Profile:
     architecture, arch_findings = architecture_section(
         config, config_path=(files.get("model_path") or "") + "/config.json" if config is not None else None,
         safetensors=raw.get("safetensors") if isinstance(raw.get("safetensors"), dict) else None,
-        drafters=raw.get("drafters") if isinstance(raw.get("drafters"), list) else None)
+        drafters=raw.get("drafters") if isinstance(raw.get("drafters"), list) else None,
+        config_error=config_error(raw.get("errors")))
     tokenizer, tok_findings = tokenizer_section(
         as_dict(raw.get("tokenizer_files")),
         raw.get("tokenizer_probe") if isinstance(raw.get("tokenizer_probe"), dict) else None,
