@@ -189,6 +189,11 @@ def _outcome(task: str, finished: bool, child: _Child, supervisor: Dict[str, Any
     else:
         parsed = parse_frame(child.output("out"))
         reply = cast(Reply, parsed) if parsed is not None else frame(None, [_no_reply(task, child, supervisor)])
+        if parsed is not None and (child.proc.returncode or 0) < 0:
+            # The task's code killed the shim (its parent) and still answered: keep the facts, but
+            # a task that kills processes is a failed probe, not a clean one.
+            errors = reply.get("errors") if isinstance(reply.get("errors"), list) else []
+            reply["errors"] = list(errors) + [_no_reply(task, child, supervisor)]
     reply["supervisor"] = supervisor
     return reply
 
