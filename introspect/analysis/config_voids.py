@@ -20,7 +20,7 @@ from introspect.analysis.mixers import attention_kv_elements
 from introspect.analysis.moe import empty_moe
 from introspect.analysis.params import ParamEstimate
 
-_UNKNOWN_LAYERS = {"pattern": [], "kinds": {}, "pure_attention": None, "source": None, "ffn": [], "ffn_source": None}
+_UNKNOWN_LAYERS: dict[str, Any] = {"pattern": [], "kinds": {}, "pure_attention": None, "source": None, "ffn": [], "ffn_source": None}
 
 
 def _geometry_gap(arch: dict[str, Any], layout: LayerLayout, voided: dict[str, list[str]]) -> list[Finding]:

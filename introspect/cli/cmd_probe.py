@@ -19,7 +19,7 @@ from introspect.cli.connect import (
     load_inventory_for,
 )
 from introspect.cli.outcome import Finished, Notice, notice
-from introspect.client.documents import read_document
+from introspect.client.documents import dumps, read_document
 from introspect.client.model import DEFAULT_DEADLINE_S, ProbeRequest, probe_hosts, probe_model
 from introspect.errors import UsageError
 from introspect.remote.contract import (
@@ -38,7 +38,7 @@ def write_json(path: str, data: Any) -> None:
     """Write atomically, so a reader never sees half a profile."""
     target = Path(path)
     tmp = target.with_name(f".{target.name}.tmp-{os.getpid()}")
-    tmp.write_text(json.dumps(data, indent=2, sort_keys=False) + "\n", encoding="utf-8")
+    tmp.write_text(dumps(data) + "\n", encoding="utf-8")
     os.replace(tmp, target)
 
 
@@ -46,7 +46,7 @@ def emit(profile: dict[str, Any], *, as_json: bool, output: str | None) -> None:
     if output:
         write_json(output, profile)
     if as_json:
-        click.echo(json.dumps(profile, indent=2))
+        click.echo(dumps(profile))
     else:
         from introspect.cli.render import print_report  # rich only for the human report
 
@@ -143,7 +143,7 @@ def probe_fleet(request: ProbeRequest, flags: ConnectionFlags, only: tuple[str, 
 
 
 @click.command("profile")
-@click.argument("raw_file", type=click.Path(dir_okay=False, allow_dash=True))
+@click.argument("raw_file", type=click.Path(allow_dash=True))  # a directory: read_document's error line
 @click.option("--json", "as_json", is_flag=True, help="Print the profile as JSON on stdout.")
 @click.option("--output", "-o", type=click.Path(dir_okay=False), help="Also write the profile JSON here.")
 def profile_cmd(raw_file: str, as_json: bool, output: str | None) -> int:

@@ -192,8 +192,8 @@ def _outcome(task: str, finished: bool, child: _Child, supervisor: Dict[str, Any
         if parsed is not None and (child.proc.returncode or 0) < 0:
             # The task's code killed the shim (its parent) and still answered: keep the facts, but
             # a task that kills processes is a failed probe, not a clean one.
-            errors = reply.get("errors") if isinstance(reply.get("errors"), list) else []
-            reply["errors"] = list(errors) + [_no_reply(task, child, supervisor)]
+            errors = reply.get("errors")
+            reply["errors"] = (errors if isinstance(errors, list) else []) + [_no_reply(task, child, supervisor)]
     reply["supervisor"] = supervisor
     return reply
 
