@@ -46,7 +46,10 @@ def reject_constant(name: str) -> float:
 def open_regular(path: str) -> "io.BufferedReader":
     """Open a regular file for binary reading, never blocking: a FIFO named config.json would
     hang a plain open() forever, a device could have side effects, so only S_ISREG is read."""
-    if not stat.S_ISREG(os.stat(path).st_mode):
+    mode = os.stat(path).st_mode
+    if stat.S_ISDIR(mode):
+        raise IsADirectoryError(errno.EISDIR, "Is a directory")
+    if not stat.S_ISREG(mode):
         raise NotRegularFile(errno.EINVAL, "not a regular file (a FIFO, socket or device)")
     fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0))
     try:
@@ -115,7 +118,8 @@ def nesting_too_deep(text: str, limit: int = MAX_JSON_DEPTH) -> bool:
 
 def _position(text: str, exc: ValueError) -> str:
     if isinstance(exc, json.JSONDecodeError):
-        return "%s at line %d column %d" % (exc.msg, exc.lineno, exc.colno)
+        reason = exc.msg[:-3] if exc.msg.endswith(" at") else exc.msg  # "Invalid control character at"
+        return "%s at line %d column %d" % (reason, exc.lineno, exc.colno)
     found = re.search(r"-?\b(?:NaN|Infinity)\b", text)
     if found is not None:
         line = text.count("\n", 0, found.start()) + 1
