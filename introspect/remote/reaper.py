@@ -31,8 +31,10 @@ SHIM = (
     "    os.execv(sys.executable, [sys.executable, '-B', '-c', sys.argv[1]])\n"
     "status = os.waitpid(pid, 0)[1]\n"
     "if os.WIFSIGNALED(status):\n"
-    "    signal.signal(os.WTERMSIG(status), signal.SIG_DFL)\n"
-    "    os.kill(os.getpid(), os.WTERMSIG(status))\n"
+    "    sig = os.WTERMSIG(status)\n"
+    "    if sig not in (signal.SIGKILL, signal.SIGSTOP):\n"
+    "        signal.signal(sig, signal.SIG_DFL)\n"
+    "    os.kill(os.getpid(), sig)\n"
     "os._exit(os.WEXITSTATUS(status) if os.WIFEXITED(status) else 1)\n"
 )
 
