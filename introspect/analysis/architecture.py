@@ -23,7 +23,7 @@ from introspect.analysis.layers import LayerLayout, analyze_layers, count_layers
 from introspect.analysis.moe import analyze_moe, empty_moe
 from introspect.analysis.params import ParamEstimate, estimate_params
 from introspect.analysis.quantization import analyze_quantization
-from introspect.analysis.safetensors_count import count_safetensors
+from introspect.analysis.safetensors_count import count_safetensors, implausible_finding
 from introspect.analysis.speculative import analyze_speculative
 from introspect.analysis.summary import human, summary
 from introspect.analysis.weights_check import confirm_layers
@@ -149,6 +149,7 @@ def _analyze(
     layout, estimate = void_dependents(arch, view, layout, estimate, config_path, findings)
     quant, num_layers = arch["quantization"], arch["num_layers"]
     stored = count_safetensors(safetensors, quant, num_layers)
+    findings.extend(f for f in [implausible_finding(stored)] if f is not None)
     arch["params"], arch["mtp"] = _params(estimate, stored, findings)
     # Per-layer verdicts confirmed by the weights' headers where they can be read off them.
     arch["confirmed_by_weights"], layer_findings = confirm_layers(arch, safetensors)

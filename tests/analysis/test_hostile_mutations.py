@@ -188,3 +188,17 @@ def test_a_directory_as_raw_file_is_a_usage_error(tmp_path: Path) -> None:
         code = main(["profile", str(tmp_path), "--json"])
     assert code == 2
     assert any(line.startswith("error: ") and str(tmp_path) in line for line in err.getvalue().splitlines())
+
+
+def test_absurd_safetensors_shapes_give_a_finding_not_a_37_digit_count() -> None:
+    from introspect.analysis.profile import build_profile
+
+    raw = json.loads(RAWS["kimi-k25-int4-8shards"])
+    raw["safetensors"]["shards"][0]["groups"][0]["shape"] = [10**18, 10**18]
+    profile = build_profile(raw)
+    assert any(f["code"] == "safetensors-implausible" for f in profile["findings"])
+    params = profile["architecture"]["params"]
+    assert params["source"] == "config" and params["total"] < 10**13  # the config estimate, not the headers
+    assert profile["plan"]["weights"] is None  # nor the plan's weight bytes
+    numbers = [int(n) for n in __import__("re").findall(r"(?<![\w.])\d{16,}", json.dumps(profile))]
+    assert all(n == 10**18 for n in numbers), numbers  # only the header's own dims, quoted in the finding
