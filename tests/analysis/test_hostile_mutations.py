@@ -202,3 +202,18 @@ def test_absurd_safetensors_shapes_give_a_finding_not_a_37_digit_count() -> None
     assert profile["plan"]["weights"] is None  # nor the plan's weight bytes
     numbers = [int(n) for n in __import__("re").findall(r"(?<![\w.])\d{16,}", json.dumps(profile))]
     assert all(n == 10**18 for n in numbers), numbers  # only the header's own dims, quoted in the finding
+
+
+def test_the_plan_names_an_invalid_key_and_computes_no_kv_tokens_from_it() -> None:
+    from introspect.analysis.plan import GpuBudget
+    from introspect.analysis.profile import build_profile
+    from introspect.analysis.serving import replan
+
+    raw = json.loads(RAWS["kimi-k25-int4-8shards"])
+    raw["files"]["config"]["text_config"]["kv_lora_rank"] = "512"  # quoted: MLA unknown
+    profile = build_profile(raw)
+    assert profile["architecture"]["kv_cache"] is None
+    assert profile["architecture"]["invalid_config"]["unknown"]["kv_cache"] == ["text_config.kv_lora_rank"]
+    plan = replan(profile, GpuBudget(count=8, memory_bytes=141 * 2**30))
+    assert "text_config.kv_lora_rank" in plan["kv_rule"]
+    assert plan["layouts"] and all(item["kv_tokens_per_gpu"] is None for item in plan["layouts"])
