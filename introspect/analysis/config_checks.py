@@ -3,10 +3,10 @@
 :class:`~introspect.analysis.config_view.ConfigView` consults :func:`check_number` on
 every numeric lookup: a value of the wrong type (``"8"``, a list, ``true``), out of
 range (0 or -1 heads, 1e308 hidden size) or not finite is *rejected*, never replaced
-by a default. A quoted number is a bad value too: transformers' ``PretrainedConfig``
-stores config.json values as they are (``setattr`` in ``PretrainedConfig.__init__``),
-so the family's modeling code would see a string, and no family's config class
-converts it.
+by a default. A quoted number is a bad value too: no family's config class converts it;
+transformers 5 validates the declared field types (huggingface_hub strict dataclasses:
+``LlamaConfig(num_key_value_heads="8")`` raises ``StrictDataclassFieldValidationError``),
+so the model would not even load.
 
 After the verdicts ran, :func:`invalid_findings` turns the keys that were rejected
 and never accepted by another getter (``moe_layer_freq`` is an int or a list) into
