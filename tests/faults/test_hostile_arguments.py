@@ -15,13 +15,16 @@ def test_a_5000_character_model_path_is_a_usage_error(venv_full, tmp_path):
     assert_clean_error(result, 2, "--model is 5001 characters long")
 
 
-@pytest.mark.parametrize("spelling", ["tok", "./tok"])
-def test_relative_model_path_resolves_against_the_callers_cwd(kimi_model, venv_full, tmp_path, spelling):
+@pytest.mark.parametrize(("spelling", "load"), [("tok", True), ("./tok", False)])
+def test_relative_model_path_resolves_against_the_callers_cwd(kimi_model, venv_full, tmp_path, spelling, load):
     shutil.copytree(kimi_model, tmp_path / "tok")
-    result = run_cli("probe", "--model", spelling, "--venv", str(venv_full), "--json", cwd=tmp_path, timeout=120)
+    flags = [] if load else ["--no-tokenizer"]
+    result = run_cli("probe", "--model", spelling, "--venv", str(venv_full), "--json", *flags, cwd=tmp_path,
+                     timeout=120)
     assert "Traceback" not in result.stderr
     assert result.code in (0, 1), result.stderr[-2000:]
     profile = result.json()
     assert profile["target"]["model_path"] == str(tmp_path / "tok")
     assert profile["architecture"]["num_layers"] == 61
-    assert profile["tokenizer"]["loaded"] is True, profile["tokenizer"]["error"]  # not read as a hub id
+    if load:
+        assert profile["tokenizer"]["loaded"] is True, profile["tokenizer"]["error"]  # not read as a hub id
