@@ -16,6 +16,7 @@ them, so the caller nulls those instead of printing a number computed from a def
 
 from __future__ import annotations
 
+import json
 import math
 from collections.abc import Mapping
 from typing import Any
@@ -117,7 +118,10 @@ def check_number(key: str, value: Any, model_type: str | None, want_int: bool) -
 
 def show(value: Any, limit: int = 60) -> str:
     """A short JSON-ish rendering of a bad value for a message."""
-    text = repr(value)
+    try:
+        text = json.dumps(value, allow_nan=False)
+    except (TypeError, ValueError):
+        text = repr(value)
     return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
@@ -130,7 +134,7 @@ def voided_sections(touched: Mapping[str, list[str]], invalid: Mapping[str, Any]
     """``{derived figure: [bad keys it depends on]}`` from the keys each section read."""
     out: dict[str, list[str]] = {}
     for section, keys in touched.items():
-        bad = [key for key in keys if key in invalid]
+        bad = [key for key in dict.fromkeys(keys) if key in invalid]
         for figure in DEPENDENTS.get(section, ()) if bad else ():
             out.setdefault(figure, [])
             out[figure] += [key for key in bad if key not in out[figure]]

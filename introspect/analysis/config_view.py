@@ -153,6 +153,7 @@ class ConfigView:
         model_type: str | None = None,
         rejected: dict[str, tuple[Any, str]] | None = None,
         accepted: set[str] | None = None,
+        rejections: list[str] | None = None,
     ) -> None:
         self.data: dict[str, Any] = dict(data)
         self.parent: dict[str, Any] = dict(parent) if parent else {}
@@ -164,7 +165,8 @@ class ConfigView:
         # Shared with sub-views, so a bad linear_attn_config.head_dim is reported like a top-level key.
         self.rejected: dict[str, tuple[Any, str]] = {} if rejected is None else rejected
         self.accepted: set[str] = set() if accepted is None else accepted
-        self.rejections: list[str] = []  # every rejection in order, so a caller can tell who read what
+        # Every rejection in order, so a caller can tell which verdict met which bad key.
+        self.rejections: list[str] = [] if rejections is None else rejections
         self.touched: dict[str, list[str]] = {}  # verdict section -> the rejected keys it met
 
     # -- raw access -------------------------------------------------------------
@@ -257,7 +259,7 @@ class ConfigView:
         if value is None:
             return None
         return ConfigView(value, prefix=f"{self.prefix}{key}.", model_type=self.model_type,
-                          rejected=self.rejected, accepted=self.accepted)
+                          rejected=self.rejected, accepted=self.accepted, rejections=self.rejections)
 
 
 def positive(value: int | None) -> int | None:
