@@ -14,6 +14,7 @@ from typing import Any
 
 from introspect.analysis.attention import analyze_attention, empty_attention, hidden_size
 from introspect.analysis.config_view import MAX_SIZE, ConfigView, positive, sanitize, unwrap
+from introspect.analysis.config_voids import void_dependents
 from introspect.analysis.families import defaults_for, family_of, is_known
 from introspect.analysis.family_findings import family_findings
 from introspect.analysis.findings import Finding, Severity
@@ -22,7 +23,7 @@ from introspect.analysis.layers import LayerLayout, analyze_layers, count_layers
 from introspect.analysis.moe import analyze_moe, empty_moe
 from introspect.analysis.params import ParamEstimate, estimate_params
 from introspect.analysis.quantization import analyze_quantization
-from introspect.analysis.safetensors_count import count_safetensors
+from introspect.analysis.safetensors_count import count_safetensors, implausible_finding
 from introspect.analysis.speculative import analyze_speculative
 from introspect.analysis.summary import human, summary
 from introspect.analysis.weights_check import confirm_layers
@@ -79,10 +80,17 @@ def analyze_architecture(
 
 
 def architecture_section(
-    config: object, *, config_path: str | None = None, safetensors: Any = None, drafters: Any = None
+    config: object, *, config_path: str | None = None, safetensors: Any = None, drafters: Any = None,
+    config_error: Any = None,
 ) -> tuple[dict[str, Any], list[Finding]]:
-    """Architecture section of the profile and its typed findings. Never raises."""
+    """Architecture section of the profile and its typed findings. Never raises.
+
+    ``config_error`` is the probe's error record for a config.json that exists but could not
+    be used (not JSON, too deep, too large ...): its own finding names the cause, so the
+    section then says nothing about a missing file."""
     try:
+        if config is None and isinstance(config_error, dict):
+            return empty_architecture(config_path if isinstance(config_path, str) else None), []
         return _analyze(config, config_path, safetensors, drafters)
     except Exception as exc:  # the last guard: a verdict bug must not cost the rest of the profile
         arch = empty_architecture(config_path if isinstance(config_path, str) else None)
@@ -97,13 +105,14 @@ def architecture_section(
 
 
 def _section(view: ConfigView, evidence: dict[str, Any], name: str, fn: Any, *args: Any) -> Any:
-    """Run one verdict and keep the config keys it read as its evidence."""
-    saved, view.evidence = view.evidence, {}
+    """Run one verdict; keep the config keys it read as its evidence, and the bad ones it met."""
+    saved, view.evidence, start = view.evidence, {}, len(view.rejections)
     try:
         return fn(*args)
     finally:
         evidence[name] = dict(view.evidence)
         view.evidence = saved | view.evidence
+        view.touched[name] = view.rejections[start:]
 
 
 def _invalid(config: object, arch: dict[str, Any]) -> tuple[dict[str, Any], list[Finding]]:
@@ -130,15 +139,18 @@ def _analyze(
     text_type = text_type or model_type
     prefix = ".".join(nesting) + "." if nesting else ""
     view = ConfigView(text, parent=root if nesting else None, defaults=defaults_for(model_type, text_type),
-                      prefix=prefix)
+                      prefix=prefix, model_type=text_type)
     root_view = ConfigView(root)
     evidence: dict[str, Any] = {}
-    _identity(arch, view, root_view, evidence, model_type, text_type, nesting)
+    _section(view, evidence, "identity", _identity, arch, view, root_view, evidence, model_type, text_type, nesting)
+    evidence.pop("identity")
     layout, estimate = _verdicts(arch, view, root_view, evidence, text_type, drafters)
 
     findings: list[Finding] = []
+    layout, estimate = void_dependents(arch, view, layout, estimate, config_path, findings)
     quant, num_layers = arch["quantization"], arch["num_layers"]
     stored = count_safetensors(safetensors, quant, num_layers)
+    findings.extend(f for f in [implausible_finding(stored)] if f is not None)
     arch["params"], arch["mtp"] = _params(estimate, stored, findings)
     # Per-layer verdicts confirmed by the weights' headers where they can be read off them.
     arch["confirmed_by_weights"], layer_findings = confirm_layers(arch, safetensors)

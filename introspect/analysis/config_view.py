@@ -18,6 +18,7 @@ import math
 from collections.abc import Iterable, Mapping
 from typing import Any
 
+from introspect.analysis.config_checks import check_number, kind_of
 from introspect.remote.contract import WRAPPER_TEXT_CONFIG_KEYS
 
 # Bounds that keep arithmetic and list building cheap whatever the file says.
@@ -142,7 +143,9 @@ class ConfigView:
 
     Lookups try each alias in order, first in the text config, then (for keys in
     ``INHERITED_KEYS``) in the wrapper, then in the family's documented defaults.
-    Every key that answered is recorded in ``evidence``.
+    Every key that answered is recorded in ``evidence``. A value present in the file that
+    a getter cannot use (wrong type, implausible, not finite: :mod:`config_checks`) is
+    recorded in ``rejected`` and answers None: it never falls through to a default.
     """
 
     def __init__(
@@ -152,6 +155,10 @@ class ConfigView:
         parent: Mapping[str, Any] | None = None,
         defaults: Mapping[str, Any] | None = None,
         prefix: str = "",
+        model_type: str | None = None,
+        rejected: dict[str, tuple[Any, str]] | None = None,
+        accepted: set[str] | None = None,
+        rejections: list[str] | None = None,
     ) -> None:
         self.data: dict[str, Any] = dict(data)
         self.parent: dict[str, Any] = dict(parent) if parent else {}
@@ -159,6 +166,13 @@ class ConfigView:
         self.prefix = prefix
         self.read: set[str] = set()
         self.evidence: dict[str, Any] = {}
+        self.model_type = model_type
+        # Shared with sub-views, so a bad linear_attn_config.head_dim is reported like a top-level key.
+        self.rejected: dict[str, tuple[Any, str]] = {} if rejected is None else rejected
+        self.accepted: set[str] = set() if accepted is None else accepted
+        # Every rejection in order, so a caller can tell which verdict met which bad key.
+        self.rejections: list[str] = [] if rejections is None else rejections
+        self.touched: dict[str, list[str]] = {}  # verdict section -> the rejected keys it met
 
     # -- raw access -------------------------------------------------------------
 
@@ -186,26 +200,35 @@ class ConfigView:
         blocks = [b for b in (self.data.get(name) for name in NESTED_BLOCKS) if isinstance(b, dict)]
         return any(self.data.get(key) is not None or any(b.get(key) is not None for b in blocks) for key in keys)
 
-    def _typed(self, keys: Iterable[str], convert: Any) -> Any:
+    def _typed(self, keys: Iterable[str], convert: Any, number: str | None = None) -> Any:
         for key in keys:
             where, value = self.lookup(key)
             if where is None:
                 continue
-            converted = convert(value)
-            if converted is not None:
-                # Long lists (layer_types) are cited by length, not copied into the profile again.
-                long = isinstance(converted, list) and len(converted) > 8
-                self.evidence[where] = f"[{len(converted)} items]" if long else converted
-                return converted
+            from_file = not where.startswith("default(")
+            reason = check_number(key, value, self.model_type, number == "int") if number and from_file else None
+            converted = convert(value) if reason is None else None
+            if converted is None:
+                if from_file and value != "":
+                    reason = reason or ("outside the range this verdict accepts" if number
+                                        else f"{kind_of(value)}, not what this key holds")
+                    self.rejected.setdefault(where, (value, reason))
+                    self.rejections.append(where)
+                return None
+            self.accepted.add(where)
+            # Long lists (layer_types) are cited by length, not copied into the profile again.
+            long = isinstance(converted, list) and len(converted) > 8
+            self.evidence[where] = f"[{len(converted)} items]" if long else converted
+            return converted
         return None
 
     # -- typed getters ----------------------------------------------------------
 
     def get_int(self, *keys: str, minimum: int = 0, maximum: int = MAX_SIZE) -> int | None:
-        return self._typed(keys, lambda v: _as_int(v, minimum, maximum))
+        return self._typed(keys, lambda v: _as_int(v, minimum, maximum), "int")
 
     def get_float(self, *keys: str) -> float | None:
-        return self._typed(keys, _as_float)
+        return self._typed(keys, _as_float, "float")
 
     def get_bool(self, *keys: str) -> bool | None:
         return self._typed(keys, lambda v: v if isinstance(v, bool) else None)
@@ -246,7 +269,8 @@ class ConfigView:
         value = self.get_dict(key)
         if value is None:
             return None
-        return ConfigView(value, prefix=f"{self.prefix}{key}.")
+        return ConfigView(value, prefix=f"{self.prefix}{key}.", model_type=self.model_type,
+                          rejected=self.rejected, accepted=self.accepted, rejections=self.rejections)
 
 
 def positive(value: int | None) -> int | None:

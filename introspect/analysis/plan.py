@@ -201,6 +201,9 @@ def plan_section(arch: dict[str, Any], weights: dict[str, Any] | None, budget: G
     shape = Shape.of(arch)
     split = {k: int(v) for k, v in as_dict(weights.get("bytes")).items() if isinstance(v, int)}
     out["kv_rule"] = _kv_rule(shape, as_dict(arch.get("kv_cache")))
+    unknown = as_dict(as_dict(arch.get("invalid_config")).get("unknown")).get("kv_cache")
+    if unknown:  # KV bytes per token unknown: kv_tokens stay null rather than computed from 0
+        out["kv_rule"] += f"; KV cache unknown because of config.json {', '.join(map(str, unknown))}"
     out["layouts"] = [layout(shape, split, budget, fraction, tp, ep, pp)
                       for tp, ep, pp in candidate_layouts(shape, budget.count)]
     fitting = [item for item in out["layouts"] if item["fits"]]

@@ -24,7 +24,7 @@ from __future__ import annotations
 from collections import Counter
 from typing import Any
 
-from introspect.analysis.safetensors_count import DTYPE_BITS, VISION_PARTS
+from introspect.analysis.safetensors_count import DTYPE_BITS, MAX_GROUP_ELEMENTS, VISION_PARTS
 
 REPLICATED_PARTS = ("q_a_proj", "kv_a_proj_with_mqa", "fused_qkv_a_proj", "e_score_correction_bias")
 EMBEDDING_PARTS = ("embed_tokens", "wte", "word_embeddings", "tok_embeddings")
@@ -66,6 +66,8 @@ def _group_bytes(group: dict[str, Any]) -> int | None:
         if not isinstance(dim, int) or isinstance(dim, bool) or dim < 0:
             return None
         elements *= dim
+    if elements * count > MAX_GROUP_ELEMENTS:
+        raise ValueError("implausible tensor group")  # split_weights: the weights' bytes are unknown
     return elements * count * DTYPE_BITS[dtype] // 8
 
 
@@ -83,7 +85,10 @@ def split_weights(safetensors: Any, num_layers: int | None) -> dict[str, Any] | 
         for group in shard["groups"]:
             if not isinstance(group, dict) or not isinstance(group.get("template"), str):
                 continue
-            size = _group_bytes(group)
+            try:
+                size = _group_bytes(group)
+            except ValueError:
+                return None  # safetensors_count names the absurd tensor in its finding
             if size is None:
                 continue
             category = _category(group["template"])

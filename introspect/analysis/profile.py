@@ -9,11 +9,13 @@ finding of a profile is made here, from the raw facts alone.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 from introspect.analysis.architecture import architecture_section
 from introspect.analysis.findings import Finding, Severity
 from introspect.analysis.raw_findings import error_findings, missing_module_findings
+from introspect.analysis.raw_guard import guarded, repair_raw
 from introspect.analysis.result import (
     PROFILE_SCHEMA,
     EnvironmentSection,
@@ -51,6 +53,15 @@ def environment_section(raw: RawFacts | dict[str, Any]) -> EnvironmentSection:
     }
 
 
+def config_error(errors: Any) -> dict[str, Any] | None:
+    """The probe's record of a config.json that is there but unusable (missing is not one)."""
+    for err in errors if isinstance(errors, list) else []:
+        if (isinstance(err, dict) and isinstance(err.get("path"), str) and err["path"].endswith("/config.json")
+                and err.get("type") not in ("missing-config", "not-found", "encoding")):
+            return err
+    return None
+
+
 def _target_section(block: dict[str, Any]) -> TargetSection:
     """The raw target block with every key present, in the profile's order."""
     section = TargetSection(scheme=block.get("scheme"), host=block.get("host"), port=block.get("port"),
@@ -85,35 +96,42 @@ def _files_section(raw: RawFacts | dict[str, Any], files: dict[str, Any]) -> Fil
 
 
 def analyze(raw: RawFacts | dict[str, Any]) -> Profile:
-    """The full typed profile. Never raises on malformed raw facts."""
-    raw = as_dict(raw)
+    """The full typed profile. Never raises on malformed raw facts: damage is a finding."""
+    raw, damage = repair_raw(as_dict(raw))
     target = _target_section(as_dict(raw.get("target")))
     files = as_dict(raw.get("files"))
     options = as_dict(raw.get("options"))
-    environment = environment_section(raw)
+    no_findings: Callable[[], list[Finding]] = list
+    environment = guarded("environment", lambda: environment_section(raw), lambda: environment_section({}), damage)
 
     config = files.get("config")
     architecture, arch_findings = architecture_section(
         config, config_path=(files.get("model_path") or "") + "/config.json" if config is not None else None,
         safetensors=raw.get("safetensors") if isinstance(raw.get("safetensors"), dict) else None,
-        drafters=raw.get("drafters") if isinstance(raw.get("drafters"), list) else None)
-    arch_findings += apply_witnesses(architecture, raw)
-    tokenizer, tok_findings = tokenizer_section(
+        drafters=raw.get("drafters") if isinstance(raw.get("drafters"), list) else None,
+        config_error=config_error(raw.get("errors")))
+    arch_findings += guarded("witnesses", lambda: apply_witnesses(architecture, raw), no_findings, damage)
+    tokenizer, tok_findings = guarded("tokenizer", lambda: tokenizer_section(
         as_dict(raw.get("tokenizer_files")),
         raw.get("tokenizer_probe") if isinstance(raw.get("tokenizer_probe"), dict) else None,
         config=config if isinstance(config, dict) else None, target=dict(target),
-        remote_code_allowed=bool(options.get("remote_code", True)))
+        remote_code_allowed=bool(options.get("remote_code", True))),
+        lambda: tokenizer_section({}, None, config=None, target={}, remote_code_allowed=True), damage)
 
     timings = dict(as_dict(raw.get("timings")))
     if isinstance(tokenizer, dict) and "load_seconds" in tokenizer:
         # Keep run-to-run noise out of the sections so that profiles diff cleanly.
         timings["tokenizer.load"] = tokenizer.pop("load_seconds")
 
-    serving, serving_findings = serving_sections(raw, architecture, tokenizer)  # also adds the drafter plan
-    findings = _findings(raw, files, target, environment, tok_findings, arch_findings + serving_findings)
+    serving, serving_findings = guarded(  # also adds the drafter plan
+        "engines, GPUs and plan", lambda: serving_sections(raw, architecture, tokenizer),
+        lambda: serving_sections({}, {}, {}), damage)
+    findings = guarded("errors", lambda: _findings(raw, files, target, environment, tok_findings,
+                                                    arch_findings + serving_findings), no_findings, damage)
+    files_section = guarded("files", lambda: _files_section(raw, files), lambda: _files_section({}, {}), damage)
     return Profile(
         target=target, environment=environment, architecture=architecture, tokenizer=tokenizer,
-        files=_files_section(raw, files), serving=serving, findings=_dedupe(findings), timings=timings,
+        files=files_section, serving=serving, findings=_dedupe(damage + findings), timings=timings,
         cache=as_dict(raw.get("cache")) or None, settings=as_dict(raw.get("settings")) or None)
 
 

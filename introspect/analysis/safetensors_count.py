@@ -25,6 +25,12 @@ from collections import Counter
 from dataclasses import dataclass, field
 from typing import Any
 
+from introspect.analysis.findings import Finding, Severity
+
+# Elements of one tensor group (shape x count) no checkpoint comes near: the largest models
+# hold about 2e12 parameters in all. A header beyond it is corrupt or hostile.
+MAX_GROUP_ELEMENTS = 10**14
+
 DTYPE_BITS = {
     "F64": 64,
     "F32": 32,
@@ -183,6 +189,7 @@ class _Tally:
     sections: Counter[str] = field(default_factory=Counter)
     # (template, dtype, shape) -> [logical, layer ids]: text weights, split into MTP layers at the end
     per_template: dict[tuple[str, str, str], list[Any]] = field(default_factory=dict)
+    implausible: list[str] = field(default_factory=list)  # "template shape x count" of absurd groups
 
     def add(self, group: dict[str, Any], quantization: dict[str, Any] | None, has_qweight: bool,
             has_blocks: bool) -> None:
@@ -191,6 +198,9 @@ class _Tally:
         if not isinstance(template, str) or not isinstance(dtype, str) or elements is None or count is None:
             return
         stored = elements * count
+        if stored > MAX_GROUP_ELEMENTS:
+            self.implausible.append(f"{template} {group.get('shape')} x {count}"[:200])
+            return
         self.tensors += count
         self.stored_elements += stored
         self.stored_bits += stored * DTYPE_BITS.get(dtype, 0)
@@ -233,6 +243,10 @@ def count_safetensors(
     for group in groups:
         tally.add(group, quantization, has_qweight, has_blocks)
     tally.split_mtp(num_layers)
+    if tally.implausible:
+        # A count that leaves out an absurd tensor is no count: the weights' total is unknown.
+        return {"total": 0, "implausible": tally.implausible[:10], "shards": shards_ok,
+                "shards_failed": shards_failed, "text": 0, "mtp": 0, "vision": 0}
     return {
         "total": tally.total,
         "by_dtype": dict(tally.by_dtype),
@@ -246,3 +260,13 @@ def count_safetensors(
         "mtp": tally.sections["mtp"],
         "vision": tally.sections["vision"],
     }
+
+
+def implausible_finding(stored: dict[str, Any] | None) -> Finding | None:
+    """The finding for shard headers that declare tensors no model has (10**18 x 10**18)."""
+    if not stored or not stored.get("implausible"):
+        return None
+    return Finding(Severity.ERROR, "safetensors-implausible",
+                   f"safetensors headers declare tensors with more than {MAX_GROUP_ELEMENTS:.0e} elements "
+                   f"({'; '.join(stored['implausible'][:3])}): the weights' parameter count is unknown",
+                   "the shard headers are corrupt: re-download the shards")

@@ -100,7 +100,7 @@ def _section_from_probe(probe: dict[str, Any], from_files: dict[str, Any]) -> di
             values[fact] = _probe_fact(probe, fact)
             sources[fact] = loaded_by
     sample = as_dict(probe.get("sample"))
-    return _section(
+    section = _section(
         loaded=True,
         source=loaded_by,
         values=values,
@@ -111,6 +111,13 @@ def _section_from_probe(probe: dict[str, Any], from_files: dict[str, Any]) -> di
         from_files=from_files,
         probe=probe,
     )
+    # Texts the host cut (a huge template, a sample that rendered megabytes): their true size.
+    template = as_dict(probe.get("chat_template"))
+    for key, block in (("text", template), ("sample", sample)):
+        if block.get("truncated") is True and isinstance(section["chat_template"], dict):
+            section["chat_template"][f"{key}_size"] = block.get("size")
+            section["chat_template"][f"{key}_truncated"] = True
+    return section
 
 
 def _probe_fact(probe: dict[str, Any], fact: str) -> Any:

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
-import json
 import os
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -27,7 +26,7 @@ from introspect.cli.options import BYTE_SIZE, HostSelection, fleet_options
 from introspect.cli.outcome import Finished, Notice, combined, notice
 from introspect.cli.progress import Phases, host_rows
 from introspect.cli.session import session
-from introspect.client.documents import read_document
+from introspect.client.documents import dumps, read_document
 from introspect.client.model import DEFAULT_DEADLINE_S, ProbeRequest, probe_hosts, probe_model
 from introspect.errors import UsageError
 from introspect.remote.contract import (
@@ -48,7 +47,7 @@ def write_json(path: str, data: Any) -> None:
     target = Path(path).expanduser()
     tmp = target.with_name(f".{target.name}.tmp-{os.getpid()}")
     try:
-        tmp.write_text(json.dumps(data, indent=2, sort_keys=False) + "\n", encoding="utf-8")
+        tmp.write_text(dumps(data) + "\n", encoding="utf-8")
         os.replace(tmp, target)
     except OSError as exc:
         with contextlib.suppress(OSError):
@@ -171,7 +170,7 @@ def probe_fleet(request: ProbeRequest, flags: ConnectionFlags, selection: HostSe
 
 
 @click.command("profile")
-@click.argument("raw_file", type=click.Path(dir_okay=False, allow_dash=True), required=False)
+@click.argument("raw_file", type=click.Path(allow_dash=True), required=False)  # a directory: read_document's error
 @click.option("--json", "as_json", is_flag=True, help="Print the profile as JSON on stdout.")
 @click.option("--output", "-o", type=click.Path(dir_okay=False), help="Also write the profile JSON here.")
 @click.option("--ansible-tree", type=click.Path(file_okay=False),

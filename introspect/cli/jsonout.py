@@ -8,7 +8,6 @@ when the command failed before it could print one.
 
 from __future__ import annotations
 
-import json
 import re
 from typing import Any
 
@@ -32,7 +31,9 @@ def stamped(document: dict[str, Any], schema: str | None = None) -> dict[str, An
 
 
 def dumps(document: dict[str, Any]) -> str:
-    return json.dumps(document, indent=2, default=str)
+    from introspect.client.documents import dumps as strict_dumps  # never NaN or Infinity
+
+    return strict_dumps(document)
 
 
 def echo_json(document: dict[str, Any], schema: str | None = None) -> None:

@@ -12,6 +12,7 @@ says nothing changed.
 from __future__ import annotations
 
 import dataclasses
+import os
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -22,7 +23,7 @@ from introspect.client.cache import ProbeCache, cache_key
 from introspect.client.fleet import FleetMonitor, ItemFailure, run_fleet
 from introspect.client.hub import is_repo_id, resolve_model
 from introspect.client.runner import Channel, ChannelResult, error_record, run_channels, target_of
-from introspect.errors import ConnectError, IntrospectError, ModelPathError
+from introspect.errors import ConnectError, IntrospectError, ModelPathError, UsageError
 from introspect.remote.contract import (
     DEFAULT_FILES_TIMEOUT,
     DEFAULT_JSON_CAP,
@@ -176,10 +177,28 @@ def gather_cached(executor: Executor, options: ProbeOptions, target: TargetBlock
 # --------------------------------------------------------------------------- one target
 
 
+# PATH_MAX and NAME_MAX of Linux: a longer --model cannot name a directory on any host.
+MAX_MODEL_PATH, MAX_NAME = 4096, 255
+
+
+def model_argument(model: str, executor: Executor) -> str:
+    """``--model`` checked before anything uses it; on the local executor a relative path is
+    made absolute against the caller's cwd (the probe runs elsewhere, and transformers would
+    read a bare ``tok`` as a hub id)."""
+    if len(model) > MAX_MODEL_PATH or any(len(part.encode("utf-8", "replace")) > MAX_NAME
+                                          for part in model.split("/")):
+        raise UsageError(f"--model is {len(model)} characters long: longer than any path a host can have "
+                         f"({MAX_MODEL_PATH}, {MAX_NAME} per component)", hint="pass the model directory's real path")
+    if executor.target.scheme == "local" and not is_repo_id(model) and not os.path.isabs(model):
+        return os.path.abspath(os.path.expanduser(model))
+    return model
+
+
 def probe_model(request: ProbeRequest, executor: Executor, entry: HostEntry | None = None,
                 inventory: Inventory | None = None) -> ProbeOutcome:
     """Probe one target over one connection and build its profile."""
-    venv, python_exe, model = request.venv, request.python_exe, request.model
+    venv, python_exe = request.venv, request.python_exe
+    model = model_argument(request.model, executor)
     if entry is not None and not venv and not python_exe and entry.venvs:
         venv = entry.venvs[0].path  # the entry's first venv is the natural default
     if entry is not None and not venv and not python_exe:

@@ -7,13 +7,35 @@ becomes one reported error and never costs the other facts.
 
 from __future__ import annotations
 
+import errno
 import hashlib
+import io
 import json
 import math
 import os
+import re
+import stat
 from typing import Any, Optional, Tuple
 
 from .contract import DEFAULT_JSON_CAP, ErrorRecord, error_record
+
+# Nesting levels a probed JSON file may have. Real configs and tokenizer files stay under
+# ten; the cap keeps json's recursive decoder (RecursionError near 1000) far away on both
+# sides of the wire, since the controller decodes the same data again.
+MAX_JSON_DEPTH = 64
+
+# transformers reads config.json with open(encoding="utf-8") and json.loads: a UTF-8 BOM
+# fails there ("Unexpected UTF-8 BOM"), UTF-16 fails to decode. We decode both to keep
+# the facts, and say that transformers will refuse the file.
+_BOMS = (("utf-8-sig", b"\xef\xbb\xbf", "UTF-8 with a byte-order mark"),
+         ("utf-16", b"\xff\xfe", "UTF-16 (little-endian, with a BOM)"),
+         ("utf-16", b"\xfe\xff", "UTF-16 (big-endian, with a BOM)"))
+_STRING = re.compile(r'"[^"\\]*(?:\\.[^"\\]*)*"', re.S)
+_BRACKETS = re.compile(r"[\[\]{}]")
+
+
+class NotRegularFile(OSError):
+    """A FIFO, socket or device where a file was expected: never opened for reading."""
 
 
 def reject_constant(name: str) -> float:
@@ -21,47 +43,139 @@ def reject_constant(name: str) -> float:
     raise ValueError("non-standard JSON constant %s" % name)
 
 
-def read_text_capped(path: str, cap: int = DEFAULT_JSON_CAP) -> Tuple[Optional[str], Optional[ErrorRecord]]:
-    """Read a UTF-8 text file of at most ``cap`` bytes."""
+def open_regular(path: str) -> "io.BufferedReader":
+    """Open a regular file for binary reading, never blocking: a FIFO named config.json would
+    hang a plain open() forever, a device could have side effects, so only S_ISREG is read."""
+    mode = os.stat(path).st_mode
+    if stat.S_ISDIR(mode):
+        raise IsADirectoryError(errno.EISDIR, "Is a directory")
+    if not stat.S_ISREG(mode):
+        raise NotRegularFile(errno.EINVAL, "not a regular file (a FIFO, socket or device)")
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0))
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):  # swapped for a FIFO between stat and open
+            raise NotRegularFile(errno.EINVAL, "not a regular file (a FIFO, socket or device)")
+    except BaseException:
+        os.close(fd)
+        raise
+    return os.fdopen(fd, "rb")
+
+
+def decode_text(raw: bytes) -> Tuple[Optional[str], Optional[str], Optional[int]]:
+    """``(text, warning, bad_byte)``: UTF-8 as transformers reads it; a BOM-marked file is
+    decoded anyway with a warning; ``bad_byte`` is the offset of an undecodable byte."""
+    for codec, bom, label in _BOMS:
+        if raw.startswith(bom):
+            try:
+                text = raw.decode(codec)
+            except UnicodeDecodeError as exc:
+                return None, None, exc.start
+            return text.lstrip("\ufeff"), "is %s; transformers reads it as plain UTF-8 and refuses it" % label, None
+    try:
+        return raw.decode("utf-8"), None, None
+    except UnicodeDecodeError as exc:
+        return None, None, exc.start
+
+
+def read_bytes_capped(path: str, cap: int = DEFAULT_JSON_CAP) -> Tuple[Optional[bytes], Optional[ErrorRecord]]:
+    """The bytes of a regular file of at most ``cap`` bytes."""
     try:
         size = os.path.getsize(path)
+        if size > cap:
+            return None, error_record(
+                "too-large",
+                "%s is %d bytes, above the %d-byte cap (raise it with --max-json-bytes)" % (path, size, cap),
+                path,
+            )
+        with open_regular(path) as fh:
+            return fh.read(cap + 1), None
     except OSError as exc:
-        return None, error_record(os_error_kind(exc), "%s: %s" % (path, exc.strerror or exc), path)
-    if size > cap:
+        return None, os_error(exc, path)
+
+
+def read_text_capped(path: str, cap: int = DEFAULT_JSON_CAP) -> Tuple[Optional[str], Optional[ErrorRecord]]:
+    """Read a UTF-8 text file of at most ``cap`` bytes (a BOM-marked file is decoded too)."""
+    raw, err = read_bytes_capped(path, cap)
+    if raw is None:
+        return None, err
+    text, _warning, bad = decode_text(raw)
+    if text is None:
+        return None, error_record("not-utf8", "%s is not UTF-8 (byte %d)" % (path, bad or 0), path)
+    return text, None
+
+
+def nesting_too_deep(text: str, limit: int = MAX_JSON_DEPTH) -> bool:
+    """True when JSON ``text`` nests arrays/objects deeper than ``limit``, found without recursion."""
+    if text.count("[") + text.count("{") <= limit:
+        return False  # the common case, decided at C speed
+    depth = 0
+    for match in _BRACKETS.finditer(_STRING.sub('""', text)):
+        depth += 1 if match.group() in "[{" else -1
+        if depth > limit:
+            return True
+    return False
+
+
+def _position(text: str, exc: ValueError) -> str:
+    if isinstance(exc, json.JSONDecodeError):
+        reason = exc.msg[:-3] if exc.msg.endswith(" at") else exc.msg  # "Invalid control character at"
+        return "%s at line %d column %d" % (reason, exc.lineno, exc.colno)
+    found = re.search(r"-?\b(?:NaN|Infinity)\b", text)
+    if found is not None:
+        line = text.count("\n", 0, found.start()) + 1
+        column = found.start() - (text.rfind("\n", 0, found.start()) + 1) + 1
+        return "%s at line %d column %d" % (exc, line, column)
+    return str(exc)
+
+
+def parse_json_text(text: str, path: str, want_object: bool = True,
+                    depth: int = MAX_JSON_DEPTH) -> Tuple[Any, Optional[ErrorRecord]]:
+    """Parse JSON text read from ``path``: not JSON (reason, line, column), too deep, wrong type."""
+    if not text.strip():
+        return None, error_record("malformed-json", "%s is not valid JSON: the file is empty" % path, path)
+    if nesting_too_deep(text, depth):
+        return None, error_record("too-deep", "%s is nested deeper than %d levels; not parsed" % (path, depth), path)
+    try:
+        value = json.loads(text, parse_constant=reject_constant)
+    except RecursionError:
+        return None, error_record("too-deep", "%s is nested too deeply to parse" % path, path)
+    except ValueError as exc:
+        return None, error_record("malformed-json", "%s is not valid JSON: %s" % (path, _position(text, exc)), path)
+    if want_object and not isinstance(value, dict):
         return None, error_record(
-            "too-large",
-            "%s is %d bytes, above the %d-byte cap (raise it with --max-json-bytes)" % (path, size, cap),
-            path,
+            "wrong-type", "%s holds a JSON %s, expected an object" % (path, _json_type(value)), path
         )
-    try:
-        with open(path, "rb") as fh:
-            raw = fh.read(cap + 1)
-    except OSError as exc:
-        return None, error_record(os_error_kind(exc), "%s: %s" % (path, exc.strerror or exc), path)
-    try:
-        return raw.decode("utf-8"), None
-    except UnicodeDecodeError as exc:
-        return None, error_record("not-utf8", "%s is not UTF-8 (byte %d)" % (path, exc.start), path)
+    return value, None
+
+
+def _json_type(value: Any) -> str:
+    names = {dict: "object", list: "array", str: "string", bool: "boolean", int: "number", float: "number"}
+    return "null" if value is None else names.get(type(value), type(value).__name__)
+
+
+def read_json_file(
+    path: str, cap: int = DEFAULT_JSON_CAP, want_object: bool = True
+) -> Tuple[Any, Optional[ErrorRecord], Optional[ErrorRecord]]:
+    """``(value, error, warning)`` of a JSON file: missing, unreadable, not a regular file, too
+    large, not UTF-8, too deep, not JSON (with position) and wrong top-level type are errors;
+    a BOM-marked or UTF-16 file is read and comes with a warning record."""
+    raw, err = read_bytes_capped(path, cap)
+    if raw is None:
+        return None, err, None
+    text, note, bad = decode_text(raw)
+    if text is None:
+        return None, error_record("not-utf8", "%s is not UTF-8 (byte %d)" % (path, bad or 0), path), None
+    value, err = parse_json_text(text, path, want_object)
+    warning = error_record("encoding", "%s %s" % (path, note), path) if note and err is None else None
+    return value, err, warning
 
 
 def read_json_capped(
     path: str, cap: int = DEFAULT_JSON_CAP, want_object: bool = True
 ) -> Tuple[Any, Optional[ErrorRecord]]:
-    """Parse a JSON file; refuse files above ``cap``, NaN, and (by default) non-objects."""
-    text, err = read_text_capped(path, cap)
-    if text is None:
-        return None, err
-    if not text.strip():
-        return None, error_record("malformed-json", "%s is empty" % path, path)
-    try:
-        value = json.loads(text, parse_constant=reject_constant)
-    except (ValueError, RecursionError) as exc:
-        return None, error_record("malformed-json", "%s: %s" % (path, exc), path)
-    if want_object and not isinstance(value, dict):
-        return None, error_record(
-            "malformed-json", "%s holds a JSON %s, expected an object" % (path, type(value).__name__), path
-        )
-    return value, None
+    """Parse a JSON file; refuse files above ``cap``, NaN, deep nesting and (by default) non-objects."""
+    value, err, _warning = read_json_file(path, cap, want_object)
+    return value, err
 
 
 def sha256_file(path: str, limit: Optional[int] = None) -> Tuple[Optional[str], Optional[ErrorRecord]]:
@@ -70,7 +184,7 @@ def sha256_file(path: str, limit: Optional[int] = None) -> Tuple[Optional[str], 
         if limit is not None and os.path.getsize(path) > limit:
             return None, error_record("too-large", "%s is larger than %d bytes; not hashed" % (path, limit), path)
         digest = hashlib.sha256()
-        with open(path, "rb") as fh:
+        with open_regular(path) as fh:
             for block in iter(lambda: fh.read(1 << 20), b""):
                 digest.update(block)
         return digest.hexdigest(), None
@@ -95,8 +209,8 @@ def json_safe(value: Any) -> Any:
 
 def os_error_kind(exc: OSError) -> str:
     """The error type of an OSError: not-found, permission-denied, symlink-loop ..."""
-    import errno
-
+    if isinstance(exc, NotRegularFile):
+        return "not-a-regular-file"
     if exc.errno == errno.ENOENT:
         return "not-found"
     if exc.errno in (errno.EACCES, errno.EPERM):

@@ -50,12 +50,25 @@ def _claim_stdout() -> "IO[bytes]":
     return os.fdopen(frame_fd, "wb")
 
 
+# Characters of one error message shipped back (an exception can carry a whole file in its text).
+MAX_ERROR_MESSAGE = 4000
+
+
+def cap_messages(errors: Any) -> None:
+    """Cut each error record's message to MAX_ERROR_MESSAGE, keeping its true size."""
+    for record in errors if isinstance(errors, list) else []:
+        message = record.get("message") if isinstance(record, dict) else None
+        if isinstance(message, str) and len(message) > MAX_ERROR_MESSAGE:
+            record.update(message=message[:MAX_ERROR_MESSAGE] + "...", message_size=len(message), truncated=True)
+
+
 def _emit(out: "IO[bytes]", reply: Reply) -> None:
     global _emitted
     with _emit_lock:
         if _emitted:
             return
         _emitted = True
+        cap_messages(reply.get("errors"))
         body = json.dumps(reply, default=repr, allow_nan=False).encode("utf-8")
         out.write(BEGIN + body + END)
         out.flush()

@@ -373,11 +373,13 @@ class TokenizerError(TypedDict):
     traceback: List[str]
 
 
-class LoadedChatTemplate(TypedDict):
-    text: str
+class LoadedChatTemplate(TypedDict, total=False):
+    text: str  # at most TEMPLATE_TEXT_CAP characters; sha256 is of the whole template
     sha256: str
     source: str
     names: Optional[List[str]]
+    size: int  # size (characters) and truncated: only when the text was cut
+    truncated: bool
 
 
 TokenizerProbe = TypedDict("TokenizerProbe", {

@@ -2,8 +2,11 @@
 
 Runs on the host (standard library only, Python 3.8+). The child gets a private
 temp dir as HOME for every cache a tokenizer load may write; at the deadline, or
-when the controller goes away, the whole process group is killed and the temp dir
-removed, so nothing keeps running on the host and no trace is left.
+when the controller goes away, the whole process group is killed, then every other
+descendant (a detached ``setsid`` grandchild too: the supervisor is a child
+subreaper, see :mod:`introspect.remote.reaper`), and the temp dir is removed, so
+nothing keeps running on the host and no trace is left. The task runs behind a shim
+process, so code that kills its parent costs the task, never the supervisor's reply.
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ import time
 from typing import IO, Any, Callable, Dict, List, Optional, cast
 
 from .contract import BEGIN, DEFAULT_TOKENIZER_TIMEOUT, END, Envelope, ErrorRecord, Reply, error_record
+from .reaper import SHIM, become_subreaper, reap_descendants
 
 Frame = Callable[[Any, List[Any]], Reply]  # (facts, errors) -> the framed reply
 
@@ -108,6 +112,7 @@ class _Child:
             finished = False
         kill_group(self.proc)  # the task's own children too, whether it finished or not
         self.proc.wait()
+        reap_descendants()  # detached ones, re-parented to this subreaper
         if self.proc.stdin is not None:
             with contextlib.suppress(OSError):
                 self.proc.stdin.close()
@@ -150,13 +155,15 @@ def supervise(envelope: Envelope, boot: str, frame: Frame,
         child = state["child"]
         if child is not None:
             kill_group(child.proc)
+        reap_descendants()
         shutil.rmtree(tmp, ignore_errors=True)
 
     _install_cleanup(cleanup, done, watch_stdin)
+    subreaper = become_subreaper()
     started = time.time()
     try:
         proc = subprocess.Popen(
-            [sys.executable, "-B", "-c", "_BOOT = %r\n%s" % (boot, boot)],
+            [sys.executable, "-B", "-c", SHIM, "_BOOT = %r\n%s" % (boot, boot)],
             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
             env=private_env(tmp), cwd=_empty_dir(tmp), start_new_session=True,
         )
@@ -170,7 +177,7 @@ def supervise(envelope: Envelope, boot: str, frame: Frame,
     shutil.rmtree(tmp, ignore_errors=True)
     stderr_tail = child.output("err")[-4000:].decode("utf-8", "replace")
     supervisor = {"seconds": round(time.time() - started, 3), "exit_status": proc.returncode, "timeout": timeout,
-                  "stderr_tail": stderr_tail, "temp_dir_removed": not os.path.exists(tmp)}
+                  "stderr_tail": stderr_tail, "temp_dir_removed": not os.path.exists(tmp), "subreaper": subreaper}
     return _outcome(task, finished, child, supervisor, frame)
 
 
@@ -182,6 +189,11 @@ def _outcome(task: str, finished: bool, child: _Child, supervisor: Dict[str, Any
     else:
         parsed = parse_frame(child.output("out"))
         reply = cast(Reply, parsed) if parsed is not None else frame(None, [_no_reply(task, child, supervisor)])
+        if parsed is not None and (child.proc.returncode or 0) < 0:
+            # The task's code killed the shim (its parent) and still answered: keep the facts, but
+            # a task that kills processes is a failed probe, not a clean one.
+            errors = reply.get("errors")
+            reply["errors"] = (errors if isinstance(errors, list) else []) + [_no_reply(task, child, supervisor)]
     reply["supervisor"] = supervisor
     return reply
 

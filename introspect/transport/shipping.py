@@ -203,7 +203,12 @@ def parse_reply(stdout: bytes) -> dict[str, Any] | None:
     if end < 0:
         return None
     try:
+        # The probe caps what it parses at MAX_JSON_DEPTH, but a reply is still untrusted text:
+        # json's recursive decoder must not meet a nesting that exhausts the stack here.
         reply = json.loads(stdout[start + len(BEGIN):end].decode("utf-8"))
+    except RecursionError:
+        raise ProtocolError("the probe's reply nests too deeply to be read",
+                            hint="report this as a bug with --debug output") from None
     except ValueError as exc:
         raise ProtocolError(f"the probe's reply is not valid JSON: {exc}",
                             hint="report this as a bug with --debug output") from exc

@@ -33,14 +33,14 @@ def _config_errors(model_dir: Path, content: bytes) -> tuple[dict, list[dict]]:
     (b"", "malformed-json", "empty"),
     (b"   \n", "malformed-json", "empty"),
     (b'{"model_type": "llama", "hidden', "malformed-json", "config.json"),
-    (b"[1, 2, 3]", "malformed-json", "list"),
-    (b'"a string"', "malformed-json", "str"),
-    (b"null", "malformed-json", "NoneType"),
+    (b"[1, 2, 3]", "wrong-type", "holds a JSON array"),
+    (b'"a string"', "wrong-type", "holds a JSON string"),
+    (b"null", "wrong-type", "holds a JSON null"),
     (b'{"rope_theta": NaN}', "malformed-json", "NaN"),
     (b'{"x": Infinity}', "malformed-json", "Infinity"),
     (b'{"name": "caf\xe9"}', "not-utf8", "UTF-8"),
-    (b"\xff\xfe{\x00}\x00", "not-utf8", "UTF-8"),
-    (b"[" * 100000, "malformed-json", "config.json"),  # deep nesting: RecursionError, caught
+    (b"\xff\xfe{\x00\xff", "not-utf8", "UTF-8"),  # UTF-16 by its BOM, but an odd byte count
+    (b"[" * 100000, "too-deep", "nested deeper than 64 levels"),  # never handed to the recursive parser
 ])
 def test_bad_config_json(model_dir: Path, content: bytes, kind: str, words: str) -> None:
     _facts, errors = _config_errors(model_dir, content)
@@ -65,7 +65,7 @@ def test_generation_config_errors_do_not_cost_config(model_dir: Path) -> None:
     facts, errors = collect_files(str(model_dir), json_cap=CAP)
     assert facts["config"]["model_type"] == "llama"
     assert facts["generation_config"] is None
-    assert [(e["type"], Path(e["path"]).name) for e in errors] == [("malformed-json", "generation_config.json")]
+    assert [(e["type"], Path(e["path"]).name) for e in errors] == [("wrong-type", "generation_config.json")]
 
 
 def test_missing_model_path(tmp_path: Path) -> None:

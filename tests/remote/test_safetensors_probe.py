@@ -126,7 +126,7 @@ def test_malformed_index(tmp_path: Path) -> None:
     (tmp_path / "model.safetensors.index.json").write_text("[]")
     facts, errors = collect_safetensors(str(tmp_path))
     assert facts["index"] is None
-    assert [e["type"] for e in errors] == ["malformed-json"]
+    assert [e["type"] for e in errors] == ["wrong-type"]
 
 
 def test_no_shards(tmp_path: Path) -> None:

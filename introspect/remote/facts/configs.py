@@ -10,7 +10,7 @@ import os
 from typing import Any, Dict, List, Optional, Tuple
 
 from ..contract import DEFAULT_JSON_CAP, WRAPPER_TEXT_CONFIG_KEYS, ErrorRecord, tag
-from ..readers import json_safe, read_json_capped
+from ..readers import json_safe, read_json_capped, read_json_file
 
 PROBE = "files"
 CONFIG = "config.json"
@@ -21,11 +21,11 @@ def read_config(path: str, cap: int, optional: bool) -> Tuple[Optional[Dict[str,
     """A JSON object file; a missing optional file is not an error."""
     if optional and not os.path.lexists(path):
         return None, []
-    value, err = read_json_capped(path, cap)
+    value, err, warning = read_json_file(path, cap)
     if err is not None:
         return None, [tag(err, PROBE)]
     # 1e400 parses as inf (parse_constant never sees it): keep the reply valid JSON.
-    return json_safe(value), []
+    return json_safe(value), [tag(warning, PROBE)] if warning is not None else []
 
 
 def text_config_sections(config: Any) -> List[Tuple[str, Dict[str, Any]]]:

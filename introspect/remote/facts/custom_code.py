@@ -15,7 +15,7 @@ import sys
 from typing import Any, Dict, List, NamedTuple, Optional, Set, Tuple, Union
 
 from ..contract import CustomCodeEntry, ErrorRecord, error_record
-from ..readers import os_error
+from ..readers import open_regular, os_error
 from ..sections import ShortError
 
 PROBE = "files"
@@ -235,7 +235,7 @@ def _read_code(path: str, cap: int) -> Tuple[Optional[bytes], Optional[ErrorReco
         if size > cap:
             return None, error_record("too-large", "%s is %d bytes, above the %d-byte cap" % (path, size, cap),
                                       path)
-        with open(path, "rb") as fh:
+        with open_regular(path) as fh:
             return fh.read(cap + 1), None
     except OSError as exc:
         return None, os_error(exc, path)

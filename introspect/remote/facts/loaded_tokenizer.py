@@ -15,6 +15,11 @@ from ..sections import LoadedChatTemplate, TokenPair
 from .tokenizer_load import classify_error
 
 SPECIAL_ATTRIBUTES = ("bos", "eos", "pad", "unk", "mask")
+# Characters of template text and of the rendered sample shipped back: real templates are tens
+# of KB and the sample conversation renders to a few hundred characters; a 40 MB template or a
+# template that renders 500 MB is cut here, on the host, with its true size reported.
+TEMPLATE_TEXT_CAP = 1 << 20
+SAMPLE_CAP = 1 << 16
 # The sample conversation of the profile: system, user, assistant, user, then a prompt.
 SAMPLE_MESSAGES = [
     {"role": "system", "content": "You are a helpful assistant."},
@@ -54,8 +59,11 @@ def chat_template(tokenizer: Any, path: str, cap: int) -> Optional[LoadedChatTem
         template = template.get("default") or next(iter(template.values()), None)
     if not isinstance(template, str):
         return None
-    return LoadedChatTemplate(text=template, sha256=sha256_text(template), source=_template_source(template, path, cap),
-                              names=names)
+    out = LoadedChatTemplate(text=template[:TEMPLATE_TEXT_CAP], sha256=sha256_text(template),
+                             source=_template_source(template, path, cap), names=names)
+    if len(template) > TEMPLATE_TEXT_CAP:
+        out["size"], out["truncated"] = len(template), True
+    return out
 
 
 def _template_source(text: str, path: str, cap: int) -> str:
@@ -95,5 +103,9 @@ def sample(tokenizer: Any) -> Dict[str, Any]:
         return {"text": None, "error": classify_error(exc)}
     if isinstance(rendered, list) and len(rendered) == 1:
         rendered = rendered[0]
-    return {"text": rendered if isinstance(rendered, str) else str(rendered), "error": None}
+    text = rendered if isinstance(rendered, str) else str(rendered)
+    out: Dict[str, Any] = {"text": text[:SAMPLE_CAP], "error": None}
+    if len(text) > SAMPLE_CAP:
+        out.update(size=len(text), truncated=True)
+    return out
 

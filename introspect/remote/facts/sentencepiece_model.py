@@ -26,7 +26,7 @@ import struct
 from typing import Any, Dict, Iterable, List, Optional, Tuple
 
 from ..contract import ErrorRecord, error_record
-from ..readers import os_error
+from ..readers import open_regular, os_error
 
 SENTENCEPIECE_CAP = 64 * 1024 * 1024  # real models are 0.2-5 MB
 MAX_LISTED_PIECES = 4096  # control/unknown/user-defined pieces shipped with their ids
@@ -215,7 +215,7 @@ def read_sentencepiece(file: str, wanted: Iterable[str] = (), cap: int = SENTENC
         size = os.path.getsize(file)
         if size > cap:
             return None, error_record("too-large", "%s is %d bytes, above the %d-byte cap" % (file, size, cap), file)
-        with open(file, "rb") as fh:
+        with open_regular(file) as fh:
             data = fh.read(cap + 1)
     except OSError as exc:
         return None, os_error(exc, file)
@@ -230,7 +230,7 @@ def read_sentencepiece(file: str, wanted: Iterable[str] = (), cap: int = SENTENC
 def looks_like_model_proto(file: str) -> bool:
     """Cheap sniff: the first field is a length-delimited ``pieces`` entry (tag 0x0a)."""
     try:
-        with open(file, "rb") as fh:
+        with open_regular(file) as fh:
             head = fh.read(2)
     except OSError:
         return False

@@ -22,7 +22,7 @@ import struct
 from typing import Any, Dict, List, Optional, Tuple
 
 from ..contract import DEFAULT_MAX_HEADER, ShardSummary, TensorGroup
-from ..readers import json_safe, os_error, reject_constant
+from ..readers import json_safe, open_regular, os_error, reject_constant
 from .header_scan import scan_header
 
 # --------------------------------------------------------------------------- header summary
@@ -177,7 +177,7 @@ def read_shard(path: str, max_header: int = DEFAULT_MAX_HEADER) -> ShardSummary:
 
 
 def _read_shard(path: str, max_header: int, shard: ShardSummary) -> None:
-    with open(path, "rb") as fh:
+    with open_regular(path) as fh:
         size = os.fstat(fh.fileno()).st_size
         shard["size"] = size
         head = fh.read(8)

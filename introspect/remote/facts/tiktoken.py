@@ -15,7 +15,7 @@ import re
 from typing import Any, Dict, Iterable, List, Optional, Tuple
 
 from ..contract import TIKTOKEN_CAP, ErrorRecord, TiktokenSummary, error_record
-from ..readers import os_error
+from ..readers import open_regular, os_error
 
 PROBE = "tokenizer_files"
 MAX_MALFORMED_EXAMPLES = 5
@@ -25,7 +25,7 @@ _TIKTOKEN_LINE_RE = re.compile(rb"^[A-Za-z0-9+/=]+ [0-9]+\r?$")
 def looks_like_tiktoken(file: str) -> bool:
     """The first line is ``<base64> <rank>``: tiktoken text, whatever the file's name."""
     try:
-        with open(file, "rb") as fh:
+        with open_regular(file) as fh:
             first = fh.readline(512)
     except OSError:
         return False
@@ -40,7 +40,7 @@ def summarize_tiktoken_file(file: str) -> Tuple[Optional[TiktokenSummary], Optio
             return None, error_record("too-large", "%s is %d bytes, above the %d-byte cap" % (file, size, TIKTOKEN_CAP),
                                       file)
         digest = hashlib.sha256()
-        with open(file, "rb") as fh:
+        with open_regular(file) as fh:
             summary = summarize_tiktoken_lines(_hashed(fh, digest))
     except OSError as exc:
         return None, os_error(exc, file)
