@@ -36,6 +36,7 @@ def payload_source() -> str:
     defaults = {
         "files_timeout": contract.DEFAULT_FILES_TIMEOUT,
         "tokenizer_timeout": contract.DEFAULT_TOKENIZER_TIMEOUT,
+        "model_code_timeout": contract.DEFAULT_MODEL_CODE_TIMEOUT,
         "import_timeout": contract.DEFAULT_IMPORT_TIMEOUT,
         "json_cap": contract.DEFAULT_JSON_CAP,
         "max_header": contract.DEFAULT_MAX_HEADER,

@@ -35,7 +35,7 @@ from introspect.remote.contract import (
     DEFAULT_TOKENIZER_TIMEOUT,
     RAW_SCHEMA,
 )
-from introspect.remote.tasks.model_code import DEFAULT_MODEL_CODE_TIMEOUT
+from introspect.remote.contract import DEFAULT_MODEL_CODE_TIMEOUT
 from introspect.transport.base import Executor
 
 if TYPE_CHECKING:

@@ -18,7 +18,7 @@ from introspect.errors import InputError, IntrospectError
 from introspect.inventory import Defaults, HostEntry, Inventory, InventoryError
 from introspect.inventory.ansible_groups import marked
 from introspect.inventory.schema import parse_inventory_data
-from introspect.remote.contract import DEFAULT_FILES_TIMEOUT, DEFAULT_TOKENIZER_TIMEOUT, RAW_SCHEMA
+from introspect.remote.contract import DEFAULT_FILES_TIMEOUT, DEFAULT_MODEL_CODE_TIMEOUT, DEFAULT_TOKENIZER_TIMEOUT, RAW_SCHEMA
 from introspect.transport.base import Executor
 
 PROFILES_SCHEMA = "introspect.fleet-profiles/v1"
@@ -42,6 +42,9 @@ def profile_from_result(host: HostResult) -> dict[str, Any]:
         load_tokenizer=bool(asked.get("load_tokenizer")) and "tokenizer" not in (doc.get("skipped_in_check_mode") or ()),
         files_timeout=float((calls.get("model") or {}).get("timeout") or DEFAULT_FILES_TIMEOUT),
         tokenizer_timeout=float((calls.get("tokenizer") or {}).get("timeout") or DEFAULT_TOKENIZER_TIMEOUT),
+        # Asked of the module with `model_code: true` (a run without it has no such record to answer).
+        load_model_code=bool(asked.get("load_model_code")) and "model_code" not in (doc.get("skipped_in_check_mode") or ()),
+        model_code_timeout=float((calls.get("model_code") or {}).get("timeout") or DEFAULT_MODEL_CODE_TIMEOUT),
     )
     python = str(target.get("python") or "python3")
     try:

@@ -36,7 +36,7 @@ from introspect.remote.contract import (
 from introspect.remote.contract import (
     MODEL_SECTIONS as REMOTE_MODEL_SECTIONS,
 )
-from introspect.remote.tasks.model_code import DEFAULT_MODEL_CODE_TIMEOUT
+from introspect.remote.contract import DEFAULT_MODEL_CODE_TIMEOUT
 from introspect.transport.base import Executor
 from introspect.userconfig import choose_remote_code, inventory_remote_code, settings_block
 

@@ -23,6 +23,7 @@ DEFAULT_JSON_CAP = 16 * 1024 * 1024  # bytes; bigger JSON files are refused, not
 DEFAULT_MAX_HEADER = 100 * 1024 * 1024  # bytes of one safetensors header
 DEFAULT_FILES_TIMEOUT = 60.0  # seconds for the stdlib file probes
 DEFAULT_TOKENIZER_TIMEOUT = 120.0  # seconds for the isolated tokenizer load
+DEFAULT_MODEL_CODE_TIMEOUT = 180.0  # seconds for the isolated meta-device build of the model's code
 # Files that are summarised on the host and never shipped get caps of their own:
 # tokenizer.json reaches 33 MB (Gemma-3), the index of a 1T checkpoint ~25 MB.
 TOKENIZER_JSON_CAP = 64 * 1024 * 1024
@@ -194,7 +195,7 @@ class RawFacts(ModelSections, total=False):
 
 __all__ = [
     "PROTOCOL", "BEGIN", "END", "RAW_SCHEMA", "DEFAULT_JSON_CAP", "DEFAULT_MAX_HEADER", "DEFAULT_FILES_TIMEOUT",
-    "DEFAULT_TOKENIZER_TIMEOUT", "TOKENIZER_JSON_CAP", "INDEX_CAP", "TIKTOKEN_CAP", "DRAFTER_JSON_CAP",
+    "DEFAULT_TOKENIZER_TIMEOUT", "DEFAULT_MODEL_CODE_TIMEOUT", "TOKENIZER_JSON_CAP", "INDEX_CAP", "TIKTOKEN_CAP", "DRAFTER_JSON_CAP",
     "DEFAULT_DISCOVER_DEPTH", "DEFAULT_DISCOVER_DEADLINE", "DEFAULT_DISCOVER_SHIP_CAP",
     "DEFAULT_DISCOVER_MAX_MODELS", "DEFAULT_ENDPOINT_TIMEOUT", "DEFAULT_DECODE_BUDGET",
     "DEFAULT_PIPELINE_PACKAGES", "DEFAULT_IMPORT_TIMEOUT", "MODEL_SECTIONS", "WRAPPER_TEXT_CONFIG_KEYS", "MODULE_DISTRIBUTIONS",

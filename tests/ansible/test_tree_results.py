@@ -36,7 +36,7 @@ def test_hosts_ansible_could_not_serve_keep_ansibles_message(tmp_path: Path) -> 
     assert "Traceback" not in result.stderr
 
     health = run_cli("health", "--ansible-tree", str(tree), "--db", str(tmp_path / "h.db"), "--json")
-    assert health.code == 1, health.stderr
+    assert health.code == 3, health.stderr  # hosts that could not be reached: exit 3, as natively
     hosts = {h["name"]: h for h in health.json()["hosts"]}
     assert hosts["gpu-down"]["reachable"] is False
     assert UNREACHABLE["msg"] in hosts["gpu-down"]["checks"][0]["message"]
@@ -56,7 +56,7 @@ def test_an_inventory_host_missing_from_the_tree_is_unreachable(tmp_path: Path) 
     (tmp_path / "inv.ini").write_text("[gpu]\ngpu01\ngpu02\n[cpu]\ncpu01\n")
     result = run_cli("health", "--ansible-tree", str(tree), "--inventory", str(tmp_path / "inv.ini"), "--tags",
                      "gpu", "--db", str(tmp_path / "h.db"), "--json")
-    assert result.code == 1, result.stderr
+    assert result.code == 3, result.stderr
     hosts = {h["name"]: h for h in result.json()["hosts"]}
     assert sorted(hosts) == ["gpu01", "gpu02"]  # --tags: the inventory's groups
     assert not hosts["gpu02"]["reachable"]

@@ -47,7 +47,6 @@ from ..readers import json_safe
 
 # Seconds for the isolated build (imports of torch and transformers included).
 # TODO(lead): move beside DEFAULT_TOKENIZER_TIMEOUT in contract.py at merge.
-DEFAULT_MODEL_CODE_TIMEOUT = 180.0
 # Auto classes tried in turn: causal LMs, then VLM wrappers, then the bare backbone.
 AUTO_CLASSES = ("AutoModelForCausalLM", "AutoModelForImageTextToText", "AutoModel")
 _INIT_FUNCTIONS = ("uniform_", "normal_", "constant_", "ones_", "zeros_", "eye_", "dirac_", "xavier_uniform_",

@@ -10,20 +10,23 @@ short_description: introspect's raw facts about one model directory
 description:
   - Runs introspect's remote C(model) task (config, tokenizer files, safetensors headers,
     drafters, environment, engines, GPUs) under the given interpreter and, when asked,
-    the isolated C(tokenizer) task (its own process group, killed with it after O(tokenizer_timeout)).
+    the isolated C(tokenizer) task (its own process group, killed with it after O(tokenizer_timeout))
+    and the isolated C(model_code) task (the model built from its code on the meta device: no weights read).
   - Returns the raw replies under C(ansible_facts.introspect_model); C(introspect profile --ansible-tree DIR)
     turns them into the same profile as C(introspect probe).
   - The task code is introspect's own remote package, embedded when the collection is built.
-  - In check mode the tokenizer task (which runs the tokenizer library and possibly the model's own code)
-    is skipped; the file task reads only.
+  - In check mode the tokenizer and model-code tasks (which run libraries and possibly the model's own code)
+    are skipped; the file task reads only.
 options:
   model_path: {description: Model directory on the host., type: path, required: true}
   venv: {description: Virtualenv whose bin/python runs the tasks., type: path}
   python: {description: Interpreter running the tasks when no venv is given (default the module's own)., type: path}
   tokenizer: {description: Also load the tokenizer in an isolated child., type: bool, default: false}
-  trust_remote_code: {description: Let the tokenizer load run the model's own code., type: bool, default: true}
+  model_code: {description: Also build the model from its code on the meta device (needs torch there)., type: bool, default: false}
+  trust_remote_code: {description: Let the tokenizer load and the model-code build run the model's own code., type: bool, default: true}
   timeout: {description: Seconds for the file task (default introspect's 60)., type: float}
   tokenizer_timeout: {description: Seconds for the tokenizer load (default introspect's 120)., type: float}
+  model_code_timeout: {description: Seconds for the model-code build (default introspect's 180)., type: float}
   json_cap: {description: Refuse JSON files above this many bytes., type: int}
   max_header: {description: Refuse safetensors headers above this many bytes., type: int}
 author: introspect
@@ -62,9 +65,11 @@ def main():
             venv=dict(type="path"),
             python=dict(type="path"),
             tokenizer=dict(type="bool", default=False),
+            model_code=dict(type="bool", default=False),
             trust_remote_code=dict(type="bool", default=True),
             timeout=dict(type="float"),
             tokenizer_timeout=dict(type="float"),
+            model_code_timeout=dict(type="float"),
             json_cap=dict(type="int"),
             max_header=dict(type="int"),
         ),
@@ -84,9 +89,15 @@ def main():
         jobs.append((python, "tokenizer", {"model_path": p["model_path"], "sample": True,
                                            "trust_remote_code": p["trust_remote_code"]},
                      p["tokenizer_timeout"] or d["tokenizer_timeout"], True))
+    if p["model_code"] and module.check_mode:
+        skipped.append("model_code")
+    elif p["model_code"]:
+        jobs.append((python, "model_code", {"model_path": p["model_path"], "trust_remote_code": p["trust_remote_code"]},
+                     p["model_code_timeout"] or d["model_code_timeout"], True))
     records = run_many(jobs, len(jobs))
     doc = facts_document(records, target={"python": python, "venv": p["venv"], "model_path": p["model_path"]},
-                         options={"remote_code": p["trust_remote_code"], "load_tokenizer": p["tokenizer"]},
+                         options={"remote_code": p["trust_remote_code"], "load_tokenizer": p["tokenizer"],
+                                  "load_model_code": p["model_code"]},
                          skipped_in_check_mode=skipped)
     module.exit_json(changed=False, ansible_facts={"introspect_model": doc})
 
