@@ -32,10 +32,10 @@ from introspect.errors import UsageError
 from introspect.remote.contract import (
     DEFAULT_FILES_TIMEOUT,
     DEFAULT_JSON_CAP,
+    DEFAULT_MODEL_CODE_TIMEOUT,
     DEFAULT_TOKENIZER_TIMEOUT,
     RAW_SCHEMA,
 )
-from introspect.remote.contract import DEFAULT_MODEL_CODE_TIMEOUT
 from introspect.transport.base import Executor
 
 if TYPE_CHECKING:

@@ -18,7 +18,12 @@ from introspect.errors import InputError, IntrospectError
 from introspect.inventory import Defaults, HostEntry, Inventory, InventoryError
 from introspect.inventory.ansible_groups import marked
 from introspect.inventory.schema import parse_inventory_data
-from introspect.remote.contract import DEFAULT_FILES_TIMEOUT, DEFAULT_MODEL_CODE_TIMEOUT, DEFAULT_TOKENIZER_TIMEOUT, RAW_SCHEMA
+from introspect.remote.contract import (
+    DEFAULT_FILES_TIMEOUT,
+    DEFAULT_MODEL_CODE_TIMEOUT,
+    DEFAULT_TOKENIZER_TIMEOUT,
+    RAW_SCHEMA,
+)
 from introspect.transport.base import Executor
 
 PROFILES_SCHEMA = "introspect.fleet-profiles/v1"

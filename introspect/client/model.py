@@ -28,6 +28,7 @@ from introspect.remote.contract import (
     DEFAULT_FILES_TIMEOUT,
     DEFAULT_JSON_CAP,
     DEFAULT_MAX_HEADER,
+    DEFAULT_MODEL_CODE_TIMEOUT,
     DEFAULT_TOKENIZER_TIMEOUT,
     RAW_SCHEMA,
     TargetBlock,
@@ -36,7 +37,6 @@ from introspect.remote.contract import (
 from introspect.remote.contract import (
     MODEL_SECTIONS as REMOTE_MODEL_SECTIONS,
 )
-from introspect.remote.contract import DEFAULT_MODEL_CODE_TIMEOUT
 from introspect.transport.base import Executor
 from introspect.userconfig import choose_remote_code, inventory_remote_code, settings_block
 
