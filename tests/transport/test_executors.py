@@ -185,7 +185,7 @@ def test_remote_probe_exits_when_the_client_is_killed(remote: Remote) -> None:
     python = remote.dir() / token
     python.symlink_to(remote.python)  # a unique argv[0], so ps finds this probe and no other
     payload = shipping.envelope("echo", {"sleep": 120})
-    result = remote.executor.execute(shipping.command_argv(str(python)), payload, timeout=4)
+    result = remote.executor.execute(shipping.command_argv(str(python)), payload, timeout=2)
     assert result.timed_out
     deadline = time.monotonic() + 20
     while _probe_processes(token) and time.monotonic() < deadline:
