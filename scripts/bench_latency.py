@@ -1,11 +1,10 @@
-"""The parts of scripts/bench that measure the floor, latency and the peers.
+"""The parts of scripts/bench that measure the floor and latency.
 
 - the file probe against its floor: one hand-written ``ssh host '<venv>/bin/python -c ...'``
   that reads config.json and every safetensors header of the 64-shard checkpoint;
 - the fleet behind :mod:`relay` (a userspace relay adding a delay each way in front of
   every loopback sshd) at 0, 20 and 100 ms RTT, and the round trips each command needs,
   read off the latency: (wall at 100 ms - wall at 0 ms) / 100 ms;
-- ``--peers``: the hook for scripts/bench_ansible (Ansible, pyinfra, parallel-ssh).
 
 Everything here is called with the :class:`bench.Bench` instance; nothing runs on import.
 """
@@ -14,12 +13,9 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import os
 import shlex
 import statistics
-import subprocess
 from collections.abc import Callable
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from relay import RelayPool
@@ -189,25 +185,3 @@ def _ssh_true(bench: Bench, server: Any) -> Run:
     if r.code != 0:
         raise r.fail("ssh host true through the relay failed")
     return r
-
-
-# ------------------------------------------------------------------ peers
-
-
-def bench_peers(bench: Bench, inventory: Path) -> None:
-    """The hook for the peers' side (Ansible, pyinfra, parallel-ssh): scripts/bench_ansible.
-
-    It gets the inventory and the client key and prints a markdown table, included as is.
-    """
-    script = Path(__file__).resolve().parent / "bench_ansible"
-    if not os.access(script, os.X_OK):
-        bench.notes.append("peers: scripts/bench_ansible is not in this checkout; `--peers` has nothing to run")
-        return
-    bench.log("7. peers: scripts/bench_ansible")
-    proc = subprocess.run([str(script), "--inventory", str(inventory), "--identity", str(bench.client.key),
-                           "--known-hosts", str(bench.client.known_hosts), "--sizes", "1,8,32",
-                           "--reps", str(bench.reps)], capture_output=True, text=True, env=bench.env, timeout=3600)
-    if proc.returncode != 0:
-        bench.notes.append(f"peers: scripts/bench_ansible failed ({proc.returncode}): {proc.stderr.strip()[-300:]}")
-        return
-    bench.peers_table = proc.stdout.strip()
