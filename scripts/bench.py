@@ -36,6 +36,7 @@ REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
 import bench_latency  # noqa: E402
+import bench_peers  # noqa: E402
 
 from introspect.transport import shipping  # noqa: E402
 from tests.fixtures.venvs import make_venv  # noqa: E402
@@ -680,7 +681,7 @@ class Bench:
                 "|---|---|---|---|---|---|---|---|"]
         out += [s.raw_row(floor) for s in self.series]
         if self.peers_table:
-            out += ["", "#### Peers (scripts/bench_ansible)", "", self.peers_table]
+            out += ["", "#### Peers (scripts/bench --peers)", "", self.peers_table]
         out += ["", "#### Notes", ""] + [f"- {n}" for n in self.notes]
         out += ["", f"bench: done in {elapsed:.0f} s"]
         return "\n".join(out)
@@ -691,7 +692,8 @@ def main() -> int:
     parser.add_argument("--reps", type=int, default=5, help="measured rounds per comparison (default 5)")
     parser.add_argument("--keep", action="store_true", help="keep the temp dir (prints its path)")
     parser.add_argument("--peers", action="store_true",
-                        help="also run scripts/bench_ansible (Ansible, pyinfra, parallel-ssh) on the same hosts")
+                        help="also run the same version-check job by Ansible, pyinfra and parallel-ssh on the same hosts "
+                        "(installs them once under ~/.cache/introspect-bench)")
     parser.add_argument("--only", default="", help="comma-separated sections to run (default: all): "
                         "full,files,shards,floor,fleet,latency,cache,memory")
     args = parser.parse_args()
@@ -730,7 +732,7 @@ def main() -> int:
             if not only or name in only:
                 section()
         if args.peers:
-            bench_latency.bench_peers(bench, bench.write_inventory())
+            bench_peers.bench_peers(bench)
         bench.load.append(background_load())
         print(bench.report(time.monotonic() - started), flush=True)
         return 0

@@ -112,6 +112,11 @@ class Relay:
             conn = self.connections
             await asyncio.gather(_pump(client_r, target_w, self.delay_s, lambda: self.turns.saw(conn, True)),
                                  _pump(target_r, client_w, self.delay_s, lambda: self.turns.saw(conn, False)))
+        except asyncio.CancelledError:
+            # Only stop() cancels a connection. On Python 3.11 asyncio's stream callback calls
+            # exception() on the cancelled handler task and logs a traceback
+            # (https://github.com/python/cpython/issues/113538): end the task normally instead.
+            pass
         finally:
             for w in (client_w, target_w):
                 with contextlib.suppress(Exception):

@@ -7,22 +7,28 @@ command that accepts it, ``accept_new`` records new keys like OpenSSH's
 The files are parsed once (OpenSSH's rules: see known_hosts_file.py) and shared by
 every connection of the run (parsing a big known_hosts per host is what makes some
 fleet tools slow). ``@revoked`` keys are refused for good.
+
+paramiko is imported only where a key is turned into a paramiko key or a config is read
+with its parser: a fleet over the openssh transport loads these files without it.
 """
 
 from __future__ import annotations
 
 import base64
+import functools
 import hashlib
 import os
 import shlex
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
-
-import paramiko
+from typing import TYPE_CHECKING
 
 from introspect.errors import HostKeyError
 from introspect.transport.known_hosts_file import KnownHostLine, parse_line, read_known_hosts
+
+if TYPE_CHECKING:
+    import paramiko
 
 
 def fingerprint(key: paramiko.PKey) -> str:
@@ -60,6 +66,8 @@ def files_from_ssh_config(host: str | None, ssh_config: str | None = None
             texts.append(Path(path).expanduser().read_text(encoding="utf-8", errors="replace"))
         except OSError:
             continue
+    import paramiko
+
     try:
         found = paramiko.SSHConfig.from_text("\n".join(texts)).lookup(host or "*")
     except Exception:  # noqa: BLE001 - a config paramiko cannot read: fabric reports it when it connects
@@ -106,6 +114,8 @@ class KnownHosts:
 
     def known_for(self, name: str) -> dict[str, paramiko.PKey]:
         """The plain (not revoked) keys known for ``name``, by key type."""
+        import paramiko
+
         revoked = {line.blob for line in self._matching(name, "@revoked")}
         out: dict[str, paramiko.PKey] = {}
         for line in self._matching(name, ""):
@@ -141,7 +151,7 @@ class KnownHosts:
             store.add(name, keytype, key)
 
     def policy(self) -> paramiko.MissingHostKeyPolicy:
-        return _Policy(self)
+        return _policy_class()(self)
 
     def record(self, name: str, key: paramiko.PKey) -> None:
         with self._lock:
@@ -188,18 +198,25 @@ class KnownHosts:
             host=name, stage="host-key")
 
 
-class _Policy(paramiko.MissingHostKeyPolicy):
-    def __init__(self, known: KnownHosts) -> None:
-        self.known = known
+@functools.cache
+def _policy_class() -> Callable[[KnownHosts], paramiko.MissingHostKeyPolicy]:
+    """The missing-key policy, a paramiko class: defined on first use, when paramiko connects."""
+    import paramiko
 
-    def missing_host_key(self, client: paramiko.SSHClient, hostname: str, key: paramiko.PKey) -> None:
-        revoked = self.known.revoked_line(hostname, key)
-        if revoked is not None:
-            raise self.known.revoked_error(hostname, key, revoked)
-        known = self.known.known_for(hostname)
-        if known.get(key.get_name()) is not None and known[key.get_name()] != key:
-            raise self.known.changed_error(hostname, key, known[key.get_name()])
-        if known or not self.known.accept_new:
-            # accept-new, like OpenSSH, only adds keys for hosts it has never seen.
-            raise self.known.unknown_error(hostname, key)
-        self.known.record(hostname, key)
+    class _Policy(paramiko.MissingHostKeyPolicy):
+        def __init__(self, known: KnownHosts) -> None:
+            self.known = known
+
+        def missing_host_key(self, client: paramiko.SSHClient, hostname: str, key: paramiko.PKey) -> None:
+            revoked = self.known.revoked_line(hostname, key)
+            if revoked is not None:
+                raise self.known.revoked_error(hostname, key, revoked)
+            known = self.known.known_for(hostname)
+            if known.get(key.get_name()) is not None and known[key.get_name()] != key:
+                raise self.known.changed_error(hostname, key, known[key.get_name()])
+            if known or not self.known.accept_new:
+                # accept-new, like OpenSSH, only adds keys for hosts it has never seen.
+                raise self.known.unknown_error(hostname, key)
+            self.known.record(hostname, key)
+
+    return _Policy
