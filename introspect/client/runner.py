@@ -1,8 +1,9 @@
 """The one channel runner: several remote tasks at once over one executor connection.
 
 Every command that needs a quick stdlib task *and* a slow tokenizer load runs them
-as separate channels of one connection, each with its own interpreter, request and
-timeout, the tokenizer task isolated in its own process group. The quick facts then
+over one connection, each with its own request and timeout, the tokenizer task
+isolated in its own process group; tasks under the same interpreter share one
+session (one exec, so the login shell's rc files run once), others get their own. The quick facts then
 never wait for the slow load, and a crash or hang in it costs nothing else. probe
 (model + tokenizer), preflight (light + tokenizer parts) and health (one health task
 per venv, one tokenizer task per model) all go through :func:`run_channels`.
@@ -20,7 +21,7 @@ from typing import Any
 
 from introspect.errors import IntrospectError
 from introspect.remote.contract import DEFAULT_FILES_TIMEOUT, TargetBlock
-from introspect.transport.base import Executor, ProbeReply
+from introspect.transport.base import BatchItem, Executor, ProbeReply
 
 
 @dataclass(frozen=True)
@@ -58,16 +59,41 @@ def run_channels(executor: Executor, channels: Sequence[Channel], *,
     executor.connect()
     if not channels:
         return {}
-    workers = max(1, min(max_parallel or len(channels), len(channels)))
+    sessions = _sessions(channels)
+    workers = max(1, min(max_parallel or len(sessions), len(sessions)))
     pool = concurrent.futures.ThreadPoolExecutor(max_workers=workers, thread_name_prefix="channel")
     try:
-        futures = {channel.key: pool.submit(_run_one, executor, channel) for channel in channels}
-        return {key: future.result() for key, future in futures.items()}
+        futures = [pool.submit(_run_session, executor, session) for session in sessions]
+        results = {r.channel.key: r for future in futures for r in future.result()}
+        return {channel.key: results[channel.key] for channel in channels}
     except BaseException:
         executor.close()
         raise
     finally:
         pool.shutdown(wait=True)
+
+
+def _sessions(channels: Sequence[Channel]) -> list[list[Channel]]:
+    """The channels grouped by interpreter, in order: each group is one remote session.
+
+    Every exec runs the user's login shell and its rc files (``conda init`` and the like),
+    so tasks under the same interpreter share one (:meth:`Executor.run_batch`)."""
+    groups: dict[str, list[Channel]] = {}
+    for channel in channels:
+        groups.setdefault(channel.python, []).append(channel)
+    return list(groups.values())
+
+
+def _run_session(executor: Executor, session: list[Channel]) -> list[ChannelResult]:
+    if len(session) == 1:
+        return [_run_one(executor, session[0])]
+    try:
+        outcomes = executor.run_batch(session[0].python, [BatchItem(c.task, c.request, c.timeout, c.isolate)
+                                                          for c in session])
+    except Exception as exc:  # noqa: BLE001 - the session's failure is each of its channels' result
+        return [ChannelResult(channel, error=exc) for channel in session]
+    return [ChannelResult(channel, error=outcome) if isinstance(outcome, Exception)
+            else ChannelResult(channel, reply=outcome) for channel, outcome in zip(session, outcomes, strict=True)]
 
 
 def _run_one(executor: Executor, channel: Channel) -> ChannelResult:

@@ -37,6 +37,12 @@ TASKS = {
     "fingerprint": ("introspect.remote.tasks.fingerprint", "run"),
     "echo": ("introspect.remote.tasks.echo", "run"),
 }
+# Isolated tasks whose module can tell, without importing anything heavy, that the child
+# interpreter would fail at once (e.g. no torch for the code witness): the function returns
+# that task's reply, or None to go on and isolate. It saves a child interpreter and its shim.
+PRECHECKS = {
+    "model_code": ("introspect.remote.tasks.model_code", "precheck"),
+}
 
 _emit_lock = threading.Lock()
 _emitted = False
@@ -93,12 +99,12 @@ def watch_stdin(on_eof: Callable[[], None]) -> None:
     threading.Thread(target=loop, name="stdin-watchdog", daemon=True).start()
 
 
-def _run_task(task: str, request: Dict[str, Any]) -> Reply:
+def _run_task(task: str, request: Dict[str, Any], table: Dict[str, Any] = TASKS) -> Reply:
     from .readers import json_safe
 
-    if task not in TASKS:
+    if task not in table:
         return frame(None, [error_record("unknown-task", "no such remote task: %r" % task, probe=task)])
-    module_name, func_name = TASKS[task]
+    module_name, func_name = table[task]
     started = time.time()
     try:
         module = __import__(module_name, fromlist=[func_name])
@@ -116,6 +122,29 @@ def _run_task(task: str, request: Dict[str, Any]) -> Reply:
     return reply
 
 
+def _answer(task: str, envelope: Envelope, boot: str) -> Reply:
+    request = envelope.get("request") or {}
+    if not envelope.get("isolate"):
+        watch_stdin(lambda: os._exit(70))
+        return _run_task(task, request)
+    if task in PRECHECKS:
+        early = _run_task(task, request, PRECHECKS)
+        # None from the check (or a check that failed itself): isolate as usual.
+        if early.get("facts") is not None:
+            return early
+    from .supervisor import supervise
+
+    return supervise(envelope, boot, frame, watch_stdin)
+
+
+def _finish(reply: Reply, envelope: Envelope) -> Reply:
+    """What every reply carries besides the task's own: the interpreter, the probe's version."""
+    cap_messages(reply.get("errors"))
+    reply["python"] = {"version": list(sys.version_info[:3]), "executable": sys.executable}
+    reply["probe_version"] = envelope.get("probe_version")
+    return reply
+
+
 def main(envelope: Envelope, boot: str) -> None:
     out = _claim_stdout()
     task = str(envelope.get("task"))
@@ -123,16 +152,12 @@ def main(envelope: Envelope, boot: str) -> None:
         msg = "controller speaks protocol %r, this probe %d" % (envelope.get("protocol"), PROTOCOL)
         _emit(out, frame(None, [error_record("protocol-mismatch", msg, probe=task)]))
         return
-    if envelope.get("isolate"):
-        from .supervisor import supervise
+    if envelope.get("batch") is not None:
+        from .batch import run_batch
 
-        reply = supervise(envelope, boot, frame, watch_stdin)
+        run_batch(envelope, boot, out, _run_task, frame, watch_stdin, lambda reply: _finish(reply, envelope))
     else:
-        watch_stdin(lambda: os._exit(70))
-        reply = _run_task(task, envelope.get("request") or {})
-    reply["python"] = {"version": list(sys.version_info[:3]), "executable": sys.executable}
-    reply["probe_version"] = envelope.get("probe_version")
-    _emit(out, reply)
+        _emit(out, _finish(_answer(task, envelope, boot), envelope))
     sys.stderr.flush()
     # Leave now: a collector thread stuck on a dead NFS mount must not hold the exit.
     os._exit(0)

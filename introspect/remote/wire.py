@@ -53,6 +53,8 @@ class Envelope(TypedDict, total=False):
     timeout: Optional[float]  # seconds, for an isolated task
     sources: Dict[str, str]  # dotted module name -> source, served from memory
     packages: List[str]  # the dotted names in sources that are packages
+    # Several tasks in one session instead of ``task``: [{key, task, request, isolate, timeout}]
+    batch: List[Dict[str, Any]]
 
 
 class Reply(TypedDict, total=False):
@@ -67,6 +69,7 @@ class Reply(TypedDict, total=False):
     supervisor: Dict[str, Any]  # isolated tasks: {seconds, exit_status, timeout, stderr_tail, temp_dir_removed}
     python: Dict[str, Any]  # {version: [3, 11, 7], executable}
     fatal: Dict[str, Any]
+    key: Any  # in a batch: the key of the task this reply answers
 
 
 # ---------------------------------------------------------------- model, tokenizer

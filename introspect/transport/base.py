@@ -107,6 +107,16 @@ class ProbeReply:
     stderr_tail: str = ""
 
 
+@dataclass(frozen=True)
+class BatchItem:
+    """One task of a batch (see :meth:`Executor.run_batch`)."""
+
+    task: str
+    request: dict[str, Any]
+    timeout: float
+    isolate: bool = False
+
+
 class Executor(abc.ABC):
     """Runs the shipped probe under a Python interpreter on one target."""
 
@@ -156,13 +166,17 @@ class Executor(abc.ABC):
 
     # -- plumbing, once for every transport ------------------------------------
     def execute(self, argv: list[str], stdin: bytes, timeout: float, *,
-                keep_stdin_open: bool = True) -> ExecResult:
-        """Run ``argv``, feed ``stdin``, drain both streams concurrently, bounded by ``timeout``."""
+                keep_stdin_open: bool = True, stdout_sink: list[bytes] | None = None) -> ExecResult:
+        """Run ``argv``, feed ``stdin``, drain both streams concurrently, bounded by ``timeout``.
+
+        ``stdout_sink`` receives stdout as it comes, so a caller keeps what arrived even when
+        the run ends in an exception (a batch's finished tasks when the connection drops).
+        """
         started = time.monotonic()
         proc = self._spawn(argv)
         with self._live_lock:
             self._live.add(proc)
-        out: list[bytes] = []
+        out: list[bytes] = stdout_sink if stdout_sink is not None else []
         err: list[bytes] = []
 
         def drain(read: Callable[[], bytes], sink: list[bytes]) -> None:
@@ -202,19 +216,32 @@ class Executor(abc.ABC):
         result = self.execute(shipping.command_argv(python), payload, timeout + GRACE_S)
         return self._interpret(python, task, result, timeout)
 
+    def run_batch(self, python: str, items: list[BatchItem]) -> list[ProbeReply | Exception]:
+        """Several tasks under one interpreter in one session; a reply or an error per item, in order."""
+        from introspect.transport.batching import run_batch
+
+        return run_batch(self, python, items)
+
     def _interpret(self, python: str, task: str, result: ExecResult, timeout: float) -> ProbeReply:
         stderr = result.stderr.decode("utf-8", "replace")
         reply = shipping.parse_reply(result.stdout)
         if reply is None:
             raise self._no_reply_error(python, task, result, stderr, timeout)
+        self._check_fatal(python, reply)
+        return self._probe_reply(task, reply, result.seconds, stderr)
+
+    def _check_fatal(self, python: str, reply: dict[str, Any]) -> None:
         fatal = reply.get("fatal")
         if fatal:
             raise InterpreterError(
                 f"{python} is Python {fatal.get('version')}; the probe needs Python "
                 f"{'.'.join(map(str, shipping.MIN_PYTHON))}+",
                 hint="point --venv/--python at a newer interpreter", host=self.label, stage="python")
+
+    @staticmethod
+    def _probe_reply(task: str, reply: dict[str, Any], seconds: float, stderr: str) -> ProbeReply:
         return ProbeReply(task=task, facts=reply.get("facts"), errors=list(reply.get("errors") or []),
-                          seconds=float(reply.get("seconds") or result.seconds),
+                          seconds=float(reply.get("seconds") or seconds),
                           python=reply.get("python"), supervisor=reply.get("supervisor"),
                           stderr_tail=stderr[-2000:])
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 import json
 import subprocess
 import threading
@@ -97,3 +98,60 @@ def test_the_set_is_smaller_than_the_package_and_grows_with_isolation() -> None:
                                                           "introspect.remote.contract", "introspect.remote.readers",
                                                           "introspect.remote.runner", "introspect.remote.sections",
                                                           "introspect.remote.wire"}
+
+
+def _ast_imports(name: str, sources: dict[str, str], packages: tuple[str, ...]) -> set[str]:
+    """The reference: every shipped module ``name`` imports in code that runs (TYPE_CHECKING
+    blocks skipped), read off its AST."""
+    tree = ast.parse(sources[name])
+    skipped = {id(inner) for node in ast.walk(tree)
+               if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test)
+               for stmt in node.body for inner in ast.walk(stmt)}
+    base = name if name in packages else name.rpartition(".")[0]
+    found: set[str] = set()
+    for node in ast.walk(tree):
+        if id(node) in skipped:
+            continue
+        if isinstance(node, ast.Import):
+            found.update(alias.name for alias in node.names if alias.name in sources)
+        elif isinstance(node, ast.ImportFrom):
+            parts = base.split(".")
+            module = ".".join(parts[:len(parts) - node.level + 1]) if node.level else ""
+            module = ".".join(p for p in (module, node.module or "") if p)
+            found.update({module} & set(sources))
+            found.update(f"{module}.{a.name}" for a in node.names if f"{module}.{a.name}" in sources)
+    return found - ({shipping.SUPERVISOR, shipping.BATCH} if name == shipping.RUNNER else set())
+
+
+def test_the_import_scan_ships_what_the_ast_finds_for_every_task() -> None:
+    """Module by module the scan may find more (it reads TYPE_CHECKING blocks too); task by task
+    the closures are the same."""
+    sources, packages = shipping.remote_sources(), shipping.remote_packages()
+    for name in sources:
+        assert shipping._imports(name, sources, packages) >= _ast_imports(name, sources, packages), name
+    for task in TASKS:
+        for isolate in (False, True):
+            todo = [shipping.RUNNER, TASKS[task][0]] + ([shipping.SUPERVISOR] if isolate else [])
+            closure: set[str] = set()
+            while todo:
+                name = todo.pop()
+                if name not in closure:
+                    closure.add(name)
+                    todo.extend(_ast_imports(name, sources, packages))
+            closure |= {".".join(n.split(".")[:i]) for n in closure for i in range(1, n.count(".") + 1)}
+            assert shipping.task_modules(task, isolate) == tuple(sorted(closure)), (task, isolate)
+
+
+def test_the_import_scan_reads_every_statement_form() -> None:
+    sources = {n: "" for n in ("pkg", "pkg.a", "pkg.b", "pkg.c", "pkg.sub", "pkg.sub.d", "pkg.sub.e", "json")}
+    sources["pkg.sub.e"] = (
+        "import pkg.a, json as j  # noqa\n"
+        "from . import d\n"
+        "from .. import (b,  # why\n"
+        "    c as cc,\n"
+        ")\n"
+        "def f():\n"
+        "    from ..a import x\n"
+    )
+    assert shipping._imports("pkg.sub.e", sources, ("pkg", "pkg.sub")) == {"pkg.a", "json", "pkg.sub", "pkg.sub.d",
+                                                                          "pkg", "pkg.b", "pkg.c"}

@@ -270,7 +270,7 @@ def test_protocol_mismatch_is_refused() -> None:
         shipping.parse_reply(body)
 
 
-def test_probe_uses_one_connection_and_a_channel_per_probe(sshd, client_keys, kimi_model, venv_full):
+def test_probe_uses_one_connection_and_one_session(sshd, client_keys, kimi_model, venv_full):
     from introspect.client.model import ProbeOptions, gather
 
     ex = SSHExecutor(SSHTarget(host=sshd.address, port=sshd.port, identity=str(client_keys.key),
@@ -287,7 +287,8 @@ def test_probe_uses_one_connection_and_a_channel_per_probe(sshd, client_keys, ki
         raw = gather(ex, ProbeOptions(model_path=str(kimi_model), venv=str(venv_full)),
                      {"host": sshd.address, "model_path": str(kimi_model)})
     assert ex.connections_opened == 1
-    # The file probe, the tokenizer probe and the model-code witness, one channel each.
-    assert len(spawned) == 3
+    # The file probe, the tokenizer probe and the model-code witness share one interpreter,
+    # so they go in one batch: one exec, one run of the login shell's rc files.
+    assert len(spawned) == 1
     assert raw["model_code_probe"] is not None
     assert raw["tokenizer_probe"]["loaded"] is True and raw["files"]["status"] == "ok"

@@ -1,6 +1,8 @@
 """The model_code task's failures, run for real through the supervisor (isolated, own process group).
 
-- no torch in the venv (the project's interpreter has none): a classified error, nothing built;
+- no torch in the venv (the project's interpreter has none): a classified error, nothing built,
+  and no child interpreter started (the runner's precheck finds no torch on sys.path);
+- a torch that is there but fails to import: the child runs and classifies the failure;
 - model code that hangs (a configuration class that never returns): killed at the task's
   timeout, the profile says so and keeps everything else.
 """
@@ -44,6 +46,25 @@ def test_without_torch_the_witness_says_which_package(tmp_path: Path) -> None:
     assert facts["built"] is False and facts["params"] is None
     assert (facts["error"]["stage"], facts["error"]["cause"]) == ("import", "missing-package")
     assert facts["error"]["missing_packages"] == ["torch"]
+    assert reply.supervisor is None  # answered before any child interpreter was started
+
+
+def test_a_torch_that_fails_to_import_is_classified_by_the_isolated_child(tmp_path: Path,
+                                                                            monkeypatch: pytest.MonkeyPatch) -> None:
+    (tmp_path / "config.json").write_text(json.dumps({"model_type": "llama"}), encoding="utf-8")
+    site = tmp_path / "site"
+    (site / "torch").mkdir(parents=True)
+    (site / "torch" / "__init__.py").write_text("import torch_native_core\n", encoding="utf-8")
+    (site / "transformers").mkdir()
+    (site / "transformers" / "__init__.py").write_text("", encoding="utf-8")
+    monkeypatch.setenv("PYTHONPATH", str(site))
+    with LocalExecutor() as executor:
+        reply = executor.run_python(sys.executable, "model_code", {"model_path": str(tmp_path)}, timeout=60,
+                                    isolate=True)
+    facts = reply.facts
+    assert facts["built"] is False
+    assert (facts["error"]["stage"], facts["error"]["cause"]) == ("import", "missing-package")
+    assert facts["error"]["missing_packages"] == ["torch_native_core"]
     assert reply.supervisor["temp_dir_removed"] is True
 
 

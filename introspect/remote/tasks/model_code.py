@@ -61,6 +61,29 @@ def run(request: Dict[str, Any]) -> Dict[str, Any]:
     return build_and_count(request)[0]
 
 
+def precheck(request: Dict[str, Any]) -> Optional[Dict[str, Any]]:
+    """The result when torch or transformers cannot be found, else None (build as usual).
+
+    Run by the runner before it starts the isolated child: finding a top-level module
+    on ``sys.path`` imports nothing, and the child's path is the same (less its cwd), so
+    a venv without torch costs no child interpreter. The result is the one the child
+    would give: the import step failing with ``ModuleNotFoundError``.
+    """
+    import importlib.util
+
+    missing = next((name for name in ("torch", "transformers") if importlib.util.find_spec(name) is None), None)
+    if missing is None:
+        return None
+
+    def fail() -> None:
+        raise ModuleNotFoundError("No module named %r" % missing, name=missing)
+
+    result = _empty_result()
+    _step(result, "import", fail)
+    result["peak_rss_kib"] = _peak_rss()
+    return result
+
+
 def build_and_count(request: Dict[str, Any]) -> Tuple[Dict[str, Any], Any]:
     """(the task's result, the meta model or None): the model for callers that check the counts."""
     result = _empty_result()

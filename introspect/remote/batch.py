@@ -1,0 +1,141 @@
+"""Several tasks over one session: one exec, one interpreter start, one framed reply per task.
+
+Runs on the host (standard library only, Python 3.8+). Every exec over SSH runs the
+user's login shell with its rc files (``conda init``, ``pyenv init``: tens to hundreds
+of milliseconds and dozens of processes per session), so the controller sends the tasks
+that share an interpreter in one envelope::
+
+    {"protocol", "probe_version", "batch": [{"key", "task", "request", "isolate", "timeout"}],
+     "sources", "packages"}
+
+Plain tasks run in threads of this process. An isolated task runs exactly as it would
+in its own session: in a child interpreter that re-runs BOOT with ``isolate: true``
+(its own supervisor, process group, private temp dir and timeout), so the supervisors
+never share a subreaper and one task's cleanup cannot touch another's processes. Each
+reply is framed with its ``key`` and written as soon as its task ends. When the
+controller goes away (stdin EOF) every child's stdin is closed, which makes their
+watchdogs kill their task groups, and this process leaves.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import threading
+from typing import IO, Any, Callable, Dict, List, Optional, cast
+
+from .contract import BEGIN, END, Envelope, Reply, error_record
+
+RunTask = Callable[[str, Dict[str, Any]], Reply]
+Frame = Callable[[Any, List[Any]], Reply]
+# How long past its own timeout an isolated child may take to clean up and answer.
+CHILD_GRACE_S = 30.0
+
+
+class _Children:
+    """The isolated children alive now, so that the controller going away ends them all."""
+
+    def __init__(self) -> None:
+        self.lock = threading.Lock()
+        self.procs: List["subprocess.Popen[bytes]"] = []
+
+    def add(self, proc: "subprocess.Popen[bytes]") -> None:
+        with self.lock:
+            self.procs.append(proc)
+
+    def release(self) -> None:
+        """Close every child's stdin: its watchdog then kills its task group and leaves."""
+        with self.lock:
+            for proc in self.procs:
+                try:
+                    if proc.stdin is not None:
+                        proc.stdin.close()
+                except OSError:
+                    pass
+
+
+def run_batch(envelope: Envelope, boot: str, out: "IO[bytes]", run_task: RunTask, frame: Frame,
+              watch_stdin: Callable[[Callable[[], None]], None], finish: Callable[[Reply], Reply]) -> None:
+    """Run every task of the batch at once; ``finish`` completes a reply before it is framed."""
+    items = [item for item in envelope.get("batch") or [] if isinstance(item, dict)]
+    children = _Children()
+    lock = threading.Lock()
+
+    def gone() -> None:
+        children.release()
+        os._exit(70)
+
+    watch_stdin(gone)
+
+    def one(item: Dict[str, Any]) -> None:
+        task, request = str(item.get("task")), item.get("request") or {}
+        try:
+            if item.get("isolate"):
+                reply = _isolated(envelope, boot, item, children, frame)
+            else:
+                reply = run_task(task, request)
+        except Exception as exc:  # noqa: BLE001 - one task's failure is its own reply
+            reply = frame(None, [error_record(type(exc).__name__, str(exc), probe=task)])
+        reply["key"] = item.get("key")
+        finish(reply)
+        body = json.dumps(reply, default=repr, allow_nan=False).encode("utf-8")
+        with lock:
+            out.write(BEGIN + body + END)
+            out.flush()
+
+    threads = [threading.Thread(target=one, args=(item,), name="batch-%s" % item.get("key"), daemon=True)
+               for item in items]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+
+
+def _isolated(envelope: Envelope, boot: str, item: Dict[str, Any], children: _Children, frame: Frame) -> Reply:
+    """The reply of one isolated task, run by a child interpreter as its own session would run it."""
+    task = str(item.get("task"))
+    single = {"protocol": envelope.get("protocol"), "probe_version": envelope.get("probe_version"), "task": task,
+              "request": item.get("request") or {}, "isolate": True, "timeout": item.get("timeout"),
+              "sources": envelope.get("sources"), "packages": envelope.get("packages")}
+    proc = subprocess.Popen([sys.executable, "-B", "-c", "_BOOT = %r\n%s" % (boot, boot)],
+                            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    children.add(proc)
+    streams: Dict[str, bytes] = {}
+
+    def drain(name: str, stream: "Optional[IO[bytes]]") -> None:
+        streams[name] = stream.read() if stream is not None else b""
+
+    readers = [threading.Thread(target=drain, args=(n, s), daemon=True)
+               for n, s in (("out", proc.stdout), ("err", proc.stderr))]
+    for reader in readers:
+        reader.start()
+    assert proc.stdin is not None
+    proc.stdin.write(json.dumps(single).encode("utf-8") + b"\n")
+    proc.stdin.flush()  # stdin stays open: its EOF would tell the child the controller is gone
+    limit = float(item.get("timeout") or 0) + CHILD_GRACE_S
+    for reader in readers:
+        reader.join(limit)
+    try:
+        proc.wait(timeout=5)
+    except subprocess.TimeoutExpired:
+        proc.kill()  # its supervisor could not clean up in time: the session's exit is the last resort
+        proc.wait()
+    try:
+        proc.stdin.close()
+    except OSError:
+        pass
+    data = streams.get("out", b"")
+    start = data.rfind(BEGIN)
+    end = data.find(END, start) if start >= 0 else -1
+    if start >= 0 and end >= 0:
+        try:
+            reply = json.loads(data[start + len(BEGIN):end].decode("utf-8"))
+            if isinstance(reply, dict):
+                return cast(Reply, reply)
+        except ValueError:
+            pass
+    tail = streams.get("err", b"").decode("utf-8", "replace").strip().splitlines()[-1:]
+    return frame(None, [error_record("no-reply", "%s probe's interpreter exited with status %s without a reply%s"
+                                     % (task, proc.returncode, ": " + tail[0] if tail else ""), probe=task)])

@@ -1,0 +1,82 @@
+"""A batch on the controller's side: several tasks, one session, one reply frame per task.
+
+Every exec runs the target user's login shell and its rc files (``conda init`` and
+the like cost tens to hundreds of milliseconds per session), so the tasks that share
+an interpreter go in one envelope (:func:`shipping.batch_envelope`) and the host runs
+them at once (:mod:`introspect.remote.batch`), isolated ones still in their own
+supervised child. Each item's outcome is its own: a reply, or the error that says why
+there is none (the session's, when it failed as a whole).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TYPE_CHECKING, Any
+
+from introspect.errors import IntrospectError, ProbeTimeout, ProtocolError
+from introspect.transport import shipping
+from introspect.transport.base import GRACE_S, BatchItem, ExecResult, ProbeReply
+
+if TYPE_CHECKING:
+    from introspect.transport.base import Executor
+
+
+def run_batch(executor: Executor, python: str, items: list[BatchItem]) -> list[ProbeReply | Exception]:
+    payload = shipping.batch_envelope([{"key": i, "task": item.task, "request": item.request,
+                                        "isolate": item.isolate, "timeout": item.timeout}
+                                       for i, item in enumerate(items)])
+    chunks: list[bytes] = []
+    timeout = max(item.timeout for item in items) + GRACE_S
+    try:
+        result = executor.execute(shipping.command_argv(python), payload, timeout, stdout_sink=chunks)
+    except IntrospectError as exc:
+        # The session ended badly (the connection dropped, the deadline closed it): the tasks
+        # that had answered keep their replies, the others get the session's error.
+        failed = exc
+        return _each(executor, python, items, b"".join(chunks), 0.0, "", lambda _item, _answered: failed)
+    stderr = result.stderr.decode("utf-8", "replace")
+    return _each(executor, python, items, result.stdout, result.seconds, stderr,
+                 lambda item, answered: _missing(executor, python, item, result, stderr, answered))
+
+
+def _each(executor: Executor, python: str, items: list[BatchItem], stdout: bytes, seconds: float, stderr: str,
+          missing: Callable[[BatchItem, bool], Exception]) -> list[ProbeReply | Exception]:
+    """A reply or an error for every item, read off the frames on stdout."""
+    replies, problem = _frames(stdout)
+    if None in replies:  # an interpreter too old for the probe says so once, for every task
+        try:
+            executor._check_fatal(python, replies.pop(None))
+        except IntrospectError as exc:
+            problem = exc
+    out: list[ProbeReply | Exception] = []
+    for i, item in enumerate(items):
+        reply = replies.get(i)
+        if problem is not None:
+            out.append(problem)
+        elif reply is None:
+            out.append(missing(item, bool(replies)))
+        else:
+            out.append(executor._probe_reply(item.task, reply, seconds, stderr))
+    return out
+
+
+def _frames(stdout: bytes) -> tuple[dict[Any, dict[str, Any]], Exception | None]:
+    """The replies by key, and the error that spoiled the rest of the output, if any."""
+    try:
+        frames = shipping.parse_frames(stdout)
+    except ProtocolError as exc:
+        return {}, exc
+    fatal = next((f for f in frames if f.get("fatal")), None)
+    return ({None: fatal} if fatal is not None else {f.get("key"): f for f in frames}), None
+
+
+def _missing(executor: Executor, python: str, item: BatchItem, result: ExecResult, stderr: str,
+             others_answered: bool) -> Exception:
+    """Why an item has no reply: the session's own failure, or (when others answered) its task's."""
+    if not others_answered:
+        return executor._no_reply_error(python, item.task, result, stderr, item.timeout)
+    if result.timed_out:
+        return ProbeTimeout(f"the {item.task} probe did not answer within {item.timeout:.0f} s",
+                            hint="raise --timeout, or check the host's load", host=executor.label, stage=item.task)
+    return ProtocolError(f"the {item.task} probe gave no reply in its batch",
+                         hint="rerun; if it persists, report it with --debug", host=executor.label, stage=item.task)
