@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
-from introspect.errors import IntrospectError, ProbeTimeout, ProtocolError
+from introspect.errors import IntrospectError, ProtocolError
 from introspect.transport import shipping
 from introspect.transport.base import GRACE_S, BatchItem, ExecResult, ProbeReply
 
@@ -72,11 +72,9 @@ def _frames(stdout: bytes) -> tuple[dict[Any, dict[str, Any]], Exception | None]
 
 def _missing(executor: Executor, python: str, item: BatchItem, result: ExecResult, stderr: str,
              others_answered: bool) -> Exception:
-    """Why an item has no reply: the session's own failure, or (when others answered) its task's."""
-    if not others_answered:
+    """Why an item has no reply: the session's own failure (it timed out, was killed, or nothing
+    answered at all), else its task's."""
+    if not others_answered or result.timed_out or result.exit_status != 0:
         return executor._no_reply_error(python, item.task, result, stderr, item.timeout)
-    if result.timed_out:
-        return ProbeTimeout(f"the {item.task} probe did not answer within {item.timeout:.0f} s",
-                            hint="raise --timeout, or check the host's load", host=executor.label, stage=item.task)
     return ProtocolError(f"the {item.task} probe gave no reply in its batch",
                          hint="rerun; if it persists, report it with --debug", host=executor.label, stage=item.task)
