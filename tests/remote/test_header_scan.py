@@ -82,3 +82,19 @@ def test_reference_writer_header_with_metadata() -> None:
     assert fast is not None and fast["tensors"] == 3 and fast["data_end"] == 132
     assert fast["metadata"] == {"format": "pt"}
     assert [g["layer_ids"] for g in fast["groups"]] == [[], [0, 1]]
+
+
+DIGITY = ["model", "layers", "0", "12", "007", "h2o", "2b", "w1", "proj1", "²", "", "1e5", "a b", "x.9"]
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.lists(st.lists(st.sampled_from(DIGITY), min_size=1, max_size=6).map(".".join) | st.text(max_size=10),
+                max_size=30))
+def test_templates_of_many_names_equal_the_one_name_reference(names: list[str]) -> None:
+    """The joined two-pass form (shared by both header paths) against template_of, name by name."""
+    from introspect.remote.facts.shard_header import _templates, template_of
+
+    templates, firsts = _templates(names)
+    expected = [template_of(name) for name in names]
+    assert templates == [t for t, _ in expected]
+    assert [int(f) if f else None for f in firsts] == [n for _, n in expected]
