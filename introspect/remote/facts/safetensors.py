@@ -65,30 +65,60 @@ def shard_files(model_path: str) -> Tuple[List[str], Optional[ErrorRecord]]:
 
 
 
+class Pending:
+    """Shards listed and workers started (see :func:`start_safetensors`)."""
+
+    def __init__(self, paths: List[str], errors: List[ErrorRecord], forked: Optional[shard_workers.Workers],
+                 listed: bool = True) -> None:
+        self.paths, self.errors, self.forked, self.listed = paths, errors, forked, listed
+
+
+def start_safetensors(model_path: str, *, max_header: int = DEFAULT_MAX_HEADER) -> Optional[Pending]:
+    """Start the forked shard workers now (paths, listing errors, workers); None when that fails.
+
+    Called by the model task before it starts its section threads: the workers then read
+    headers from the first moment (a fork in a process without other threads is also the
+    safe kind), while the index, the configs and the rest are read here.
+    """
+    try:
+        names, err = shard_files(model_path)
+        if err is not None:
+            return Pending([], [err], None, listed=False)
+        errors: List[ErrorRecord] = []
+        if len(names) > MAX_SHARDS:
+            errors.append(_err("too-many-shards", "%d safetensors files; read the first %d"
+                               % (len(names), MAX_SHARDS), model_path))
+            names = names[:MAX_SHARDS]
+        paths = [os.path.join(model_path, n) for n in names]
+        forked = shard_workers.start_workers(paths, max_header) if len(paths) >= FORK_MIN_SHARDS else None
+        return Pending(paths, errors, forked)
+    except Exception:  # noqa: BLE001 - collect_safetensors starts over and reports it
+        return None
+
+
 def collect_safetensors(model_path: str, *, max_header: int = DEFAULT_MAX_HEADER, workers: int = 8,
-                        index_cap: int = INDEX_CAP) -> Tuple[SafetensorsFacts, List[ErrorRecord]]:
-    """Summarised headers of every shard in the model dir. Never raises."""
+                        index_cap: int = INDEX_CAP, pending: Optional[Pending] = None,
+                        ) -> Tuple[SafetensorsFacts, List[ErrorRecord]]:
+    """Summarised headers of every shard in the model dir (workers begun by
+    :func:`start_safetensors` when given). Never raises."""
     facts = SafetensorsFacts(index=None, shards=[], bytes_read=0, tensors=0)
     try:
-        return _collect(model_path, max_header, workers, index_cap, facts)
+        if pending is None:
+            pending = start_safetensors(model_path, max_header=max_header)
+        if pending is None:
+            raise RuntimeError("the shard workers could not be started")
+        return _collect(model_path, max_header, workers, index_cap, facts, pending)
     except Exception as exc:
         return facts, [_err("internal-error", "safetensors probe: %s: %s" % (type(exc).__name__, exc),
                             str(model_path))]
 
 
 def _collect(model_path: str, max_header: int, workers: int, index_cap: int,
-             facts: SafetensorsFacts) -> Tuple[SafetensorsFacts, List[ErrorRecord]]:
-    errors: List[ErrorRecord] = []
-    names, err = shard_files(model_path)
-    if err is not None:
-        return facts, [err]
-    if len(names) > MAX_SHARDS:
-        errors.append(_err("too-many-shards", "%d safetensors files; read the first %d" % (len(names), MAX_SHARDS),
-                           model_path))
-        names = names[:MAX_SHARDS]
-    paths = [os.path.join(model_path, n) for n in names]
-    # Workers start first, so the index (25 MB of JSON for a 1T checkpoint) is read meanwhile.
-    forked = shard_workers.start_workers(paths, max_header) if len(paths) >= FORK_MIN_SHARDS else None
+             facts: SafetensorsFacts, pending: Pending) -> Tuple[SafetensorsFacts, List[ErrorRecord]]:
+    paths, errors, forked = pending.paths, list(pending.errors), pending.forked
+    if not pending.listed:
+        return facts, errors
+    # The workers run meanwhile: the index (25 MB of JSON for a 1T checkpoint) is read here.
     facts["index"], err = summarize_index(model_path, index_cap)
     if err is not None:
         errors.append(err)
@@ -105,4 +135,3 @@ def _collect(model_path: str, max_header: int, workers: int, index_cap: int,
     facts["bytes_read"] = sum(s["bytes_read"] for s in shards)
     facts["tensors"] = sum(s["tensors"] for s in shards)
     return facts, errors
-

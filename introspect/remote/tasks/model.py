@@ -71,10 +71,14 @@ def run(request: Dict[str, Any]) -> ModelReply:
     max_header = int(request.get("max_header") or DEFAULT_MAX_HEADER)
     deadline = time.time() + float(request.get("deadline") or DEFAULT_FILES_TIMEOUT)
     wanted = set(request.get("sections") or MODEL_SECTIONS)
+    # Taken before any file is read, so a change during the probe invalidates the cache entry.
+    fp = fingerprint.compute(path)
+    # Forked before any section thread starts: the header workers run from the first moment.
+    pending = safetensors.start_safetensors(path, max_header=max_header) if "safetensors" in wanted else None
     collectors: Dict[str, Collector] = {
         "files": lambda: files.collect_files(path, json_cap=cap),
         "tokenizer_files": lambda: tokenizer_files.collect_tokenizer_files(path, json_cap=cap),
-        "safetensors": lambda: safetensors.collect_safetensors(path, max_header=max_header),
+        "safetensors": lambda: safetensors.collect_safetensors(path, max_header=max_header, pending=pending),
         "drafters": lambda: drafters.collect_drafters(path, json_cap=cap),
         # sha256 of the small files, shard names and sizes: what `introspect diff` compares.
         "hashes": lambda: hashes.collect_hashes(path, json_cap=cap),
@@ -82,8 +86,7 @@ def run(request: Dict[str, Any]) -> ModelReply:
         "engines": lambda: engines.collect_engines(deadline),
         "gpus": lambda: gpus.collect_gpus(),
     }
-    # Taken before any file is read, so a change during the probe invalidates the cache entry.
-    out = ModelReply(errors=[], timings={}, fingerprint=fingerprint.compute(path))
+    out = ModelReply(errors=[], timings={}, fingerprint=fp)
     sections = [_Section(name, fn) for name, fn in collectors.items() if name in wanted]
     for section in sections:
         section.start()
