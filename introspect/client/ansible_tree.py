@@ -23,6 +23,7 @@ from introspect.errors import ConnectError, InputError, InterpreterError, Remote
 from introspect.remote.contract import BEGIN, END
 from introspect.transport.base import (
     INTERPRETER_HINT,
+    BatchItem,
     ExecResult,
     Executor,
     ProbeReply,
@@ -129,6 +130,17 @@ class AnsibleResultExecutor(Executor):
             raise InterpreterError(f"cannot run {python}: {spawn_error.get('message')}", hint=INTERPRETER_HINT,
                                    host=self.host.name, stage="python")
         return self._interpret(python, task, _exec_result(record), float(record.get("timeout") or timeout))
+
+    def run_batch(self, python: str, items: list[BatchItem]) -> list[ProbeReply | Exception]:
+        """Ansible ran each task as its own call: a batch is read back one recorded call at a time."""
+        out: list[ProbeReply | Exception] = []
+        for item in items:
+            try:
+                out.append(self.run_python(python, item.task, item.request, timeout=item.timeout,
+                                           isolate=item.isolate))
+            except Exception as exc:  # noqa: BLE001 - each item's failure is its own, as in a real batch
+                out.append(exc)
+        return out
 
 
 def _find(calls: list[Any], python: str, task: str, request: dict[str, Any]) -> dict[str, Any] | None:

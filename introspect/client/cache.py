@@ -69,18 +69,21 @@ class ProbeCache:
         return self.root / f"{key}.json"
 
     def get(self, key: str, digest: str | None) -> dict[str, Any] | None:
-        if not digest:
-            return None
+        stored = self.entry(key) if digest else None
+        return stored[1] if stored is not None and stored[0] == digest else None
+
+    def entry(self, key: str) -> tuple[str, dict[str, Any]] | None:
+        """(the digest it was stored under, the raw facts) of a readable entry, else None."""
         try:
             entry = json.loads(self._path(key).read_text(encoding="utf-8"))
         except (OSError, ValueError):
             return None
         with contextlib.suppress(OSError):
             os.utime(self._path(key))  # recently used: evicted last
-        if not isinstance(entry, dict) or entry.get("schema") != CACHE_SCHEMA or entry.get("digest") != digest:
+        if not isinstance(entry, dict) or entry.get("schema") != CACHE_SCHEMA:
             return None
-        raw = entry.get("raw")
-        return raw if isinstance(raw, dict) else None
+        digest, raw = entry.get("digest"), entry.get("raw")
+        return (digest, raw) if isinstance(digest, str) and digest and isinstance(raw, dict) else None
 
     def put(self, key: str, raw: dict[str, Any]) -> None:
         digest = (raw.get("fingerprint") or {}).get("digest")

@@ -100,6 +100,15 @@ def gather(executor: Executor, options: ProbeOptions, target: TargetBlock | dict
     """Raw facts (see docs/raw-facts.md). Connection errors before any fact was
     gathered propagate; anything later is recorded in ``raw["errors"]`` and
     ``raw["fatal"]`` so the caller can still report what was found."""
+    raw = gather_unless(executor, options, target, None)
+    assert raw is not None  # without a digest to match there is no early stop
+    return raw
+
+
+def gather_unless(executor: Executor, options: ProbeOptions, target: TargetBlock | dict[str, Any],
+                  unless_digest: str | None) -> dict[str, Any] | None:
+    """:func:`gather`, with the model's fingerprint checked first in the same session when
+    ``unless_digest`` (a cached entry's) is given: None when it still matches (nothing else ran)."""
     started = time.monotonic()
     raw: dict[str, Any] = {"schema": RAW_SCHEMA, "target": target, "errors": [], "timings": {},
                            "fatal": None, "tokenizer_probe": None, "model_code_probe": None,
@@ -119,7 +128,14 @@ def gather(executor: Executor, options: ProbeOptions, target: TargetBlock | dict
         channels.append(Channel("model_code", python, "model_code",
                                 {"model_path": options.model_path, "trust_remote_code": options.remote_code},
                                 options.model_code_timeout, isolate=True))
-    for result in run_channels(executor, channels).values():
+    if unless_digest:
+        channels.insert(0, Channel("fingerprint", python, "fingerprint", {"model_path": options.model_path},
+                                   options.files_timeout, stop_if_digest=unless_digest))
+    results = run_channels(executor, channels)
+    check = results.pop("fingerprint", None)
+    if check is not None and check.reply is not None and (check.facts or {}).get("digest") == unless_digest:
+        return None
+    for result in results.values():
         _merge(result, raw)
     raw["timings"]["total"] = round(time.monotonic() - started, 3)
     return raw
@@ -154,20 +170,19 @@ def _merge(result: ChannelResult, raw: dict[str, Any]) -> None:
 
 def gather_cached(executor: Executor, options: ProbeOptions, target: TargetBlock | dict[str, Any],
                   cache: ProbeCache | None, *, refresh: bool) -> dict[str, Any]:
-    """Raw facts, from the local cache when the remote fingerprint says nothing changed
-    (one round trip), else gathered afresh and stored."""
+    """Raw facts, from the local cache when the remote fingerprint says nothing changed.
+
+    One session either way: the fingerprint check goes first in the same batch as the
+    probe, which the host runs only when the check fails (no entry: no check at all).
+    """
     key = cache_key(dict(target), dataclasses.asdict(options)) if cache is not None else ""
-    if cache is not None and not refresh:
-        try:
-            stamp = executor.run_python(str(target["python"]), "fingerprint", {"model_path": options.model_path},
-                                        timeout=options.files_timeout)
-            cached = cache.get(key, (stamp.facts or {}).get("digest"))
-        except IntrospectError:
-            cached = None  # the full probe below reports whatever is wrong
-        if cached is not None:
-            cached["cache"] = {"hit": True, "digest": cached.get("fingerprint", {}).get("digest")}
-            return cached
-    raw = gather(executor, options, target)
+    stored = cache.entry(key) if cache is not None and not refresh else None
+    raw = gather_unless(executor, options, target, stored[0] if stored is not None else None)
+    if raw is None:
+        assert stored is not None
+        cached = stored[1]
+        cached["cache"] = {"hit": True, "digest": cached.get("fingerprint", {}).get("digest")}
+        return cached
     if cache is not None:
         cache.put(key, raw)
         raw["cache"] = {"hit": False}

@@ -34,6 +34,9 @@ class Channel:
     request: dict[str, Any] = field(hash=False, compare=False)
     timeout: float = DEFAULT_FILES_TIMEOUT
     isolate: bool = False
+    # In a batch: run first, and when its reply's facts carry this ``digest`` run nothing
+    # else (the other channels then end with BatchStopped). A cache check in the same session.
+    stop_if_digest: str | None = field(default=None, hash=False, compare=False)
 
 
 @dataclass
@@ -88,8 +91,8 @@ def _run_session(executor: Executor, session: list[Channel]) -> list[ChannelResu
     if len(session) == 1:
         return [_run_one(executor, session[0])]
     try:
-        outcomes = executor.run_batch(session[0].python, [BatchItem(c.task, c.request, c.timeout, c.isolate)
-                                                          for c in session])
+        outcomes = executor.run_batch(session[0].python, [BatchItem(c.task, c.request, c.timeout, c.isolate,
+                                                                    c.stop_if_digest) for c in session])
     except Exception as exc:  # noqa: BLE001 - the session's failure is each of its channels' result
         return [ChannelResult(channel, error=exc) for channel in session]
     return [ChannelResult(channel, error=outcome) if isinstance(outcome, Exception)

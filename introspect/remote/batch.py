@@ -5,8 +5,11 @@ user's login shell with its rc files (``conda init``, ``pyenv init``: tens to hu
 of milliseconds and dozens of processes per session), so the controller sends the tasks
 that share an interpreter in one envelope::
 
-    {"protocol", "probe_version", "batch": [{"key", "task", "request", "isolate", "timeout"}],
-     "sources", "packages"}
+    {"protocol", "probe_version", "batch": [{"key", "task", "request", "isolate", "timeout",
+                                             "stop_if_digest"}], "sources", "packages"}
+
+An item with ``stop_if_digest`` (the probe cache's check) runs first; when its facts carry
+that digest its reply says ``"stopped": true`` and nothing else runs.
 
 Plain tasks run in threads of this process. An isolated task runs exactly as it would
 in its own session: in a child interpreter that re-runs BOOT with ``isolate: true``
@@ -69,7 +72,7 @@ def run_batch(envelope: Envelope, boot: str, out: "IO[bytes]", run_task: RunTask
 
     watch_stdin(gone)
 
-    def one(item: Dict[str, Any]) -> None:
+    def one(item: Dict[str, Any]) -> Reply:
         task, request = str(item.get("task")), item.get("request") or {}
         try:
             if item.get("isolate"):
@@ -79,14 +82,26 @@ def run_batch(envelope: Envelope, boot: str, out: "IO[bytes]", run_task: RunTask
         except Exception as exc:  # noqa: BLE001 - one task's failure is its own reply
             reply = frame(None, [error_record(type(exc).__name__, str(exc), probe=task)])
         reply["key"] = item.get("key")
-        finish(reply)
+        return finish(reply)
+
+    def emit(reply: Reply) -> None:
         body = json.dumps(reply, default=repr, allow_nan=False).encode("utf-8")
         with lock:
             out.write(BEGIN + body + END)
             out.flush()
 
-    threads = [threading.Thread(target=one, args=(item,), name="batch-%s" % item.get("key"), daemon=True)
-               for item in items]
+    # Checks first, one by one: a cache check whose digest matches ends the batch (the
+    # controller already holds those facts), so nothing else runs on the host.
+    for check in [item for item in items if item.get("stop_if_digest")]:
+        reply = one(check)
+        facts = reply.get("facts")
+        reply["stopped"] = isinstance(facts, dict) and facts.get("digest") == check["stop_if_digest"]
+        emit(reply)
+        if reply["stopped"]:
+            return
+    rest = [item for item in items if not item.get("stop_if_digest")]
+    threads = [threading.Thread(target=lambda item=item: emit(one(item)), name="batch-%s" % item.get("key"),
+                                daemon=True) for item in rest]
     for thread in threads:
         thread.start()
     for thread in threads:

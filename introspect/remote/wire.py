@@ -70,6 +70,7 @@ class Reply(TypedDict, total=False):
     python: Dict[str, Any]  # {version: [3, 11, 7], executable}
     fatal: Dict[str, Any]
     key: Any  # in a batch: the key of the task this reply answers
+    stopped: bool  # in a batch: this check's digest matched, so no other task ran
 
 
 # ---------------------------------------------------------------- model, tokenizer

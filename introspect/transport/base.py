@@ -115,6 +115,7 @@ class BatchItem:
     request: dict[str, Any]
     timeout: float
     isolate: bool = False
+    stop_if_digest: str | None = None  # see client.runner.Channel.stop_if_digest
 
 
 class Executor(abc.ABC):

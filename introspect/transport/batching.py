@@ -21,9 +21,14 @@ if TYPE_CHECKING:
     from introspect.transport.base import Executor
 
 
+class BatchStopped(Exception):
+    """An item that did not run because an earlier one's ``stop_if_digest`` matched."""
+
+
 def run_batch(executor: Executor, python: str, items: list[BatchItem]) -> list[ProbeReply | Exception]:
     payload = shipping.batch_envelope([{"key": i, "task": item.task, "request": item.request,
-                                        "isolate": item.isolate, "timeout": item.timeout}
+                                        "isolate": item.isolate, "timeout": item.timeout,
+                                        "stop_if_digest": item.stop_if_digest}
                                        for i, item in enumerate(items)])
     chunks: list[bytes] = []
     timeout = max(item.timeout for item in items) + GRACE_S
@@ -48,11 +53,14 @@ def _each(executor: Executor, python: str, items: list[BatchItem], stdout: bytes
             executor._check_fatal(python, replies.pop(None))
         except IntrospectError as exc:
             problem = exc
+    stopped = any(r.get("stopped") for r in replies.values() if r is not None)
     out: list[ProbeReply | Exception] = []
     for i, item in enumerate(items):
         reply = replies.get(i)
         if problem is not None:
             out.append(problem)
+        elif reply is None and stopped:
+            out.append(BatchStopped(f"the {item.task} task did not run: the batch stopped at its check"))
         elif reply is None:
             out.append(missing(item, bool(replies)))
         else:

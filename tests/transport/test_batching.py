@@ -21,6 +21,7 @@ import pytest
 from introspect.client.runner import Channel, run_channels
 from introspect.errors import IntrospectError
 from introspect.transport.base import BatchItem, ProbeReply
+from introspect.transport.batching import BatchStopped
 from introspect.transport.local import LocalExecutor
 
 PY = sys.executable
@@ -107,3 +108,43 @@ def test_a_session_closed_midway_keeps_the_replies_that_came_and_leaves_nothing(
     while _marked_processes(mark) and time.monotonic() < deadline:
         time.sleep(0.1)
     assert _marked_processes(mark) == []
+
+
+def test_a_check_whose_digest_matches_stops_the_batch(tmp_path: Path) -> None:
+    (tmp_path / "config.json").write_text("{}", encoding="utf-8")
+    with LocalExecutor() as executor:
+        [stamp] = executor.run_batch(PY, [BatchItem("fingerprint", {"model_path": str(tmp_path)}, 30)])
+        assert isinstance(stamp, ProbeReply)
+        digest = stamp.facts["digest"]
+        check, rest = executor.run_batch(PY, [BatchItem("fingerprint", {"model_path": str(tmp_path)}, 30,
+                                                        stop_if_digest=digest),
+                                              BatchItem("echo", {"n": 1}, 30)])
+        assert isinstance(check, ProbeReply) and check.facts["digest"] == digest
+        assert isinstance(rest, BatchStopped)
+        check, rest = executor.run_batch(PY, [BatchItem("fingerprint", {"model_path": str(tmp_path)}, 30,
+                                                        stop_if_digest="something else"),
+                                              BatchItem("echo", {"n": 1}, 30)])
+        assert isinstance(rest, ProbeReply) and rest.facts["request"] == {"n": 1}
+
+
+def test_a_cached_probe_needs_one_session_hit_or_miss(tmp_path: Path) -> None:
+    from introspect.client.cache import ProbeCache
+    from introspect.client.model import ProbeOptions, gather_cached
+
+    model = tmp_path / "model"
+    model.mkdir()
+    (model / "config.json").write_text('{"model_type": "llama", "num_hidden_layers": 2}', encoding="utf-8")
+    cache = ProbeCache(tmp_path / "cache")
+    options = ProbeOptions(model_path=str(model), python=PY, load_tokenizer=False, load_model_code=False)
+    target = {"scheme": "local", "host": "local", "python": PY, "model_path": str(model)}
+    hits = []
+    for change in (None, None, "config.json"):
+        if change:
+            (model / change).write_text('{"model_type": "llama", "num_hidden_layers": 3}', encoding="utf-8")
+        with LocalExecutor() as executor:
+            spawned = _counting(executor)
+            raw = gather_cached(executor, options, target, cache, refresh=False)
+        assert len(spawned) == 1
+        hits.append(raw["cache"]["hit"])
+    assert hits == [False, True, False]
+    assert raw["files"]["config"]["num_hidden_layers"] == 3
