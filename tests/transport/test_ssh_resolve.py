@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from introspect.errors import HostKeyError, InputError, UsageError
+from introspect.errors import HostKeyError, HostUnreachable, InputError, UsageError
 from introspect.transport.hostkeys import KnownHosts
 from introspect.transport.ssh import SSHExecutor, SSHTarget
 from introspect.transport.ssh_config import Resolver, load_config, split_hop
@@ -158,3 +158,20 @@ def test_proxyjump_chain_through_two_sshd_checks_every_host_key(bastions, sshd, 
         reply = executor.run_python(PY, "echo", {"via": "edge,inner"}, timeout=30)
         assert reply.facts["request"] == {"via": "edge,inner"} and len(executor._hops) == 2
     assert executor._conn is None and executor._hops == []  # every hop closed
+
+
+def test_proxycommand_from_ssh_config(bastions, sshd, client_keys, tmp_path):
+    """ssh_config's ProxyCommand (here the usual ``ssh -W %h:%p bastion``) carries the connection."""
+    _, inner = bastions
+    known = tmp_path / "known_hosts"
+    known.write_text(sshd.known_hosts_line + inner.known_hosts_line)
+    config = tmp_path / "proxy_config"
+    config.write_text(f"Host gpu\n  HostName {sshd.address}\n  Port {sshd.port}\n  IdentityFile {client_keys.key}\n"
+                      f"  ProxyCommand ssh -F /dev/null -i {client_keys.key} -o BatchMode=yes -o IdentityAgent=none "
+                      f"-o UserKnownHostsFile={known} -p {inner.port} -W %h:%p {inner.address}\n"
+                      "Host missing\n  HostName 127.0.0.9\n  ProxyCommand /nonexistent/proxy %h %p\n")
+    with SSHExecutor(SSHTarget(host="gpu", ssh_config=str(config)), KnownHosts(known, global_files=())) as ex:
+        assert ex.run_python(PY, "echo", {"a": 1}, timeout=30).facts["request"] == {"a": 1}
+    broken = SSHExecutor(SSHTarget(host="missing", ssh_config=str(config)), KnownHosts(known, global_files=()))
+    with pytest.raises(HostUnreachable, match="cannot start the ProxyCommand"):
+        broken.connect()
