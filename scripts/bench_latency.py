@@ -124,7 +124,7 @@ def controller_rows(bench: Bench, series: list[Series], sizes: tuple[int, ...]) 
 
 
 # What the start-up cannot go below: the interpreter, and the SSH stack the default transport needs.
-IMPORT_FLOORS = (("bare interpreter", "pass"), ("import paramiko + fabric", "import paramiko, fabric"),
+IMPORT_FLOORS = (("bare interpreter", "pass"), ("import paramiko without invoke", "import introspect.transport.paramiko_lib"),
                  ("import of the health command", "import introspect.cli.main, introspect.cli.cmd_health"))
 
 

@@ -22,7 +22,7 @@ from introspect.cli.jsonout import echo_json
 from introspect.cli.session import session
 
 SCHEMA = "introspect.env/v1"
-DISTRIBUTIONS = ("paramiko", "fabric", "invoke", "click", "rich", "pyyaml", "platformdirs", "packaging",
+DISTRIBUTIONS = ("paramiko", "invoke", "click", "rich", "pyyaml", "platformdirs", "packaging",
                  "prometheus_client", "transformers", "tokenizers", "tiktoken", "huggingface_hub", "jinja2")
 # Variables whose value is shown: paths and switches that change what introspect does.
 SHOWN_VALUES = ("INTROSPECT_CACHE_DIR", "INTROSPECT_HOSTS", "HF_HOME", "HF_HUB_CACHE", "HF_HUB_OFFLINE",

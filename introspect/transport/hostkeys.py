@@ -1,6 +1,6 @@
 """known_hosts checking, strict by default, loaded once per run.
 
-paramiko's ``SSHClient`` would accept whatever fabric's AutoAddPolicy says
+paramiko's ``SSHClient`` would accept whatever an AutoAddPolicy says
 (everything). Here an unknown key is refused with its fingerprint and the
 command that accepts it, ``accept_new`` records new keys like OpenSSH's
 ``StrictHostKeyChecking=accept-new``, and a changed key is always refused.
@@ -9,7 +9,8 @@ every connection of the run (parsing a big known_hosts per host is what makes so
 fleet tools slow). ``@revoked`` keys are refused for good.
 
 paramiko is imported only where a key is turned into a paramiko key or a config is read
-with its parser: a fleet over the openssh transport loads these files without it.
+with its parser (from ``paramiko_lib``, which keeps invoke out): a fleet over the openssh
+transport loads these files without it.
 """
 
 from __future__ import annotations
@@ -60,17 +61,11 @@ def files_from_ssh_config(host: str | None, ssh_config: str | None = None
                           ) -> tuple[list[str] | None, list[str] | None]:
     """``UserKnownHostsFile`` and ``GlobalKnownHostsFile`` that ssh_config sets for ``host``
     (paramiko's lookup; ``*`` when no one host is meant), None where it sets none."""
-    texts = []
-    for path in [ssh_config] if ssh_config else list(SSH_CONFIG_FILES):
-        try:
-            texts.append(Path(path).expanduser().read_text(encoding="utf-8", errors="replace"))
-        except OSError:
-            continue
-    import paramiko
+    from introspect.transport.ssh_config import Resolver, load_config
 
     try:
-        found = paramiko.SSHConfig.from_text("\n".join(texts)).lookup(host or "*")
-    except Exception:  # noqa: BLE001 - a config paramiko cannot read: fabric reports it when it connects
+        found = Resolver(*load_config(ssh_config)).lookup(host or "*")
+    except Exception:  # noqa: BLE001 - a config paramiko cannot read: the ssh transport reports it when it connects
         return None, None
 
     def files(key: str) -> list[str] | None:
@@ -114,7 +109,7 @@ class KnownHosts:
 
     def known_for(self, name: str) -> dict[str, paramiko.PKey]:
         """The plain (not revoked) keys known for ``name``, by key type."""
-        import paramiko
+        from introspect.transport.paramiko_lib import paramiko
 
         revoked = {line.blob for line in self._matching(name, "@revoked")}
         out: dict[str, paramiko.PKey] = {}
@@ -201,7 +196,7 @@ class KnownHosts:
 @functools.cache
 def _policy_class() -> Callable[[KnownHosts], paramiko.MissingHostKeyPolicy]:
     """The missing-key policy, a paramiko class: defined on first use, when paramiko connects."""
-    import paramiko
+    from introspect.transport.paramiko_lib import paramiko
 
     class _Policy(paramiko.MissingHostKeyPolicy):
         def __init__(self, known: KnownHosts) -> None:

@@ -1,10 +1,13 @@
-"""SSH executor: one paramiko connection per host (opened through fabric, which
-resolves ``~/.ssh/config`` aliases, identities and ProxyJump), one channel per
+"""SSH executor: paramiko connections, one per hop of the ProxyJump chain, one channel per
 concurrent probe.
 
-Every paramiko/socket exception is translated into introspect's errors here
-and nowhere else. Every phase has its own deadline: TCP connect, banner, auth,
-channel open, and each probe; keepalives catch a peer that died silently.
+Where to connect (``~/.ssh/config`` aliases, identities, ProxyJump chains, ProxyCommand)
+is resolved by ``ssh_config.py``; each ProxyJump hop is a ``direct-tcpip`` channel
+opened on the previous hop's connection and handed to the next ``SSHClient.connect`` as
+its socket, and every hop's host key is checked against introspect's known_hosts.
+Every paramiko/socket exception is translated into introspect's errors here and nowhere
+else. Every phase has its own deadline: TCP connect, banner, auth, channel open, and
+each probe; keepalives catch a peer (or a jump host) that died silently.
 """
 
 from __future__ import annotations
@@ -16,10 +19,6 @@ import threading
 import time
 from dataclasses import dataclass
 
-import paramiko
-from fabric import Config, Connection
-from paramiko.ssh_exception import NoValidConnectionsError
-
 from introspect.errors import (
     AuthenticationFailed,
     ConnectionLost,
@@ -30,7 +29,9 @@ from introspect.errors import (
 )
 from introspect.transport.base import Executor, RemoteProcess, Target
 from introspect.transport.hostkeys import KnownHosts
+from introspect.transport.paramiko_lib import paramiko
 from introspect.transport.settings import DEFAULT_CONNECT_TIMEOUT, ConnectionSettings, checked_identity
+from introspect.transport.ssh_config import Hop, Resolver, load_config
 
 
 @dataclass(frozen=True)
@@ -42,7 +43,7 @@ class SSHTarget:
     user: str | None = None
     identity: str | None = None
     jump: str | None = None
-    connect_timeout: float = 5.0
+    connect_timeout: float | None = None  # None: ssh_config's ConnectTimeout, else 5 s
     banner_timeout: float = 10.0
     auth_timeout: float = 15.0
     keepalive: int = 5
@@ -109,7 +110,8 @@ class SSHExecutor(Executor):
         super().__init__(Target("ssh", ssh.host, ssh.port, ssh.user, ssh.label))
         self.ssh = ssh
         self.known_hosts = known_hosts
-        self._conn: Connection | None = None
+        self._conn: paramiko.SSHClient | None = None  # the target's connection
+        self._hops: list[paramiko.SSHClient] = []  # the ProxyJump hops' connections, the first one first
         self._open_lock = threading.Lock()
         self._opened = 0
 
@@ -123,7 +125,7 @@ class SSHExecutor(Executor):
                              hint="add --transport openssh, or write the host as openssh://HOST")
         ssh = SSHTarget(host=settings.host, port=settings.port, user=settings.user,
                         identity=checked_identity(settings.identity),
-                        jump=settings.jump, connect_timeout=settings.connect_timeout or DEFAULT_CONNECT_TIMEOUT,
+                        jump=settings.jump, connect_timeout=settings.connect_timeout,
                         banner_timeout=settings.banner_timeout, auth_timeout=settings.auth_timeout,
                         ssh_config=settings.ssh_config, passphrase_env=settings.passphrase_env)
         known = settings.host_keys or KnownHosts(settings.known_hosts, accept_new=settings.accept_new)
@@ -134,122 +136,150 @@ class SSHExecutor(Executor):
         return self._opened
 
     # -- connection -------------------------------------------------------------
-    def _connection(self, host: str, *, port: int | None, user: str | None,
-                    gateway: Connection | None) -> Connection:
-        config = Config(runtime_ssh_path=self.ssh.ssh_config) if self.ssh.ssh_config else Config()
-        config.timeouts.connect = self.ssh.connect_timeout
-        connect_kwargs: dict[str, object] = {
-            "banner_timeout": self.ssh.banner_timeout,
-            "auth_timeout": self.ssh.auth_timeout,
-            "channel_timeout": self.ssh.connect_timeout + 5,
-        }
-        if self.ssh.identity:
-            connect_kwargs["key_filename"] = [self.ssh.identity]
-        if self.ssh.passphrase_env and os.environ.get(self.ssh.passphrase_env):
-            # hosts.yaml names the variable; the secret itself never lives in a file we read.
-            connect_kwargs["passphrase"] = os.environ[self.ssh.passphrase_env]
-        kwargs: dict[str, object] = {"config": config, "connect_kwargs": connect_kwargs,
-                                     "connect_timeout": self.ssh.connect_timeout}
-        if port:
-            kwargs["port"] = port
-        if user:
-            kwargs["user"] = user
-        if gateway is not None:
-            kwargs["gateway"] = gateway
-        conn = Connection(host, **kwargs)
-        self._secure(conn)
-        return conn
-
-    def _secure(self, conn: Connection) -> None:
-        """Strict host keys on this hop and every ProxyJump hop fabric built from ssh_config."""
-        hop: object = conn
-        while isinstance(hop, Connection):
-            hop.client.set_missing_host_key_policy(self.known_hosts.policy())
-            self.known_hosts.seed(hop.client, hop.host, hop.port)
-            hop = hop.gateway
+    def _resolve(self) -> Hop:
+        try:
+            resolver = Resolver(*load_config(self.ssh.ssh_config), identity=self.ssh.identity,
+                                connect_timeout=self.ssh.connect_timeout)
+            return resolver.target(self.ssh.host, port=self.ssh.port, user=self.ssh.user, jump=self.ssh.jump)
+        except IntrospectError as exc:
+            exc.host = exc.host or self.label
+            raise
 
     def connect(self) -> None:
         with self._open_lock:
-            if self._conn is not None and self._conn.is_connected:
+            if self._conn is not None and _active(self._conn):
                 return
-            gateway = None
-            if self.ssh.jump:
-                gateway = self._connection(self.ssh.jump, port=None, user=None, gateway=None)
-            conn = self._connection(self.ssh.host, port=self.ssh.port, user=self.ssh.user,
-                                    gateway=gateway)
-            self._open(conn)
-            self._conn = conn
+            self._close_clients()
+            opened: list[paramiko.SSHClient] = []
+            try:
+                previous: Hop | None = None
+                for hop in self._resolve().chain():
+                    sock = self._socket(hop, previous, opened[-1] if opened else None)
+                    opened.append(self._open(hop, sock))
+                    previous = hop
+            except BaseException:
+                _close_all(opened)
+                raise
+            self._hops, self._conn = opened[:-1], opened[-1]
             self._opened += 1
 
-    def _open(self, conn: Connection) -> None:
-        where = f"{conn.host}:{conn.port}"
-        timeout = self.ssh.connect_timeout
+    def _socket(self, hop: Hop, previous: Hop | None, through: paramiko.SSHClient | None) -> object | None:
+        """What ``hop`` connects over: a channel forwarded by the previous hop (fabric's gateway),
+        ssh_config's ProxyCommand, or None for paramiko's own TCP connect."""
+        if previous is None or through is None:
+            if not hop.proxy_command:
+                return None
+            try:
+                return paramiko.ProxyCommand(hop.proxy_command)
+            except (OSError, ValueError, paramiko.SSHException) as exc:
+                raise HostUnreachable(f"cannot start the ProxyCommand for {hop.where} ({hop.proxy_command}): {exc}",
+                                      hint="check the ProxyCommand line of ssh_config",
+                                      host=self.label, stage="connect") from None
+        transport = through.get_transport()
         try:
-            conn.open()
-        except IntrospectError:
-            raise
-        except paramiko.BadHostKeyException as exc:
-            raise self.known_hosts.changed_error(
-                exc.hostname if ":" in exc.hostname else _entry(conn.host, conn.port),
-                exc.key, exc.expected_key) from None
-        except (paramiko.AuthenticationException, paramiko.PasswordRequiredException) as exc:
-            raise AuthenticationFailed(
-                f"authentication refused for user {conn.user!r} at {where} ({exc}); tried {self._keys_tried(conn)}",
-                hint="load the right key into ssh-agent, pass --identity FILE, or check --user",
-                host=self.label, stage="auth") from None
-        except NoValidConnectionsError:
-            raise HostUnreachable(f"connection refused by {where}",
-                                  hint="check that sshd runs there and listens on that port",
+            if transport is None:
+                raise EOFError("its connection is closed")
+            return transport.open_channel("direct-tcpip", dest_addr=(hop.host, hop.port), src_addr=("", 0),
+                                          timeout=hop.connect_timeout)
+        except paramiko.ChannelException as exc:
+            # sshd's words for a failed forward (SSH_OPEN_CONNECT_FAILED: refused, unreachable;
+            # SSH_OPEN_ADMINISTRATIVELY_PROHIBITED: AllowTcpForwarding no).
+            raise HostUnreachable(f"jump host {previous.where} could not connect to {hop.where} ({exc.text})",
+                                  hint="check that sshd runs on that host and port and that the jump host may "
+                                       "reach it (and allows TCP forwarding: AllowTcpForwarding)",
                                   host=self.label, stage="connect") from None
-        except TimeoutError:
-            raise HostUnreachable(f"TCP connect to {where} timed out after {timeout:g} s",
-                                  hint="check the address, the network path and that the host is up "
-                                       "(or raise --connect-timeout)",
+        except (paramiko.SSHException, OSError, EOFError) as exc:
+            raise HostUnreachable(f"no connection to {hop.where} through jump host {previous.where}: {exc}",
+                                  hint="check the jump host, then rerun (or raise --connect-timeout)",
                                   host=self.label, stage="connect") from None
-        except socket.gaierror as exc:
-            raise HostUnreachable(f"cannot resolve host name {conn.host!r}: {exc.strerror}",
-                                  hint="check the name, or the Host/HostName entry in ~/.ssh/config",
-                                  host=self.label, stage="connect") from None
-        except ConnectionRefusedError:
-            raise HostUnreachable(f"connection refused by {where}",
-                                  hint="check that sshd runs there and listens on that port",
-                                  host=self.label, stage="connect") from None
-        except paramiko.SSHException as exc:
-            raise self._negotiation_error(conn, str(exc)) from None
-        except OSError as exc:
-            reason = errno.errorcode.get(exc.errno or 0, "") if exc.errno else ""
-            raise HostUnreachable(f"cannot connect to {where}: {exc.strerror or exc} {reason}".strip(),
-                                  hint="check the address and the network path",
-                                  host=self.label, stage="connect") from None
-        except EOFError:
-            raise HostUnreachable(f"{where} closed the connection during the handshake",
-                                  hint="check the server's sshd logs (MaxStartups, AllowUsers)",
-                                  host=self.label, stage="handshake") from None
-        transport = conn.client.get_transport()
+
+    def _open(self, hop: Hop, sock: object | None) -> paramiko.SSHClient:
+        """One hop's SSH connection, its host key checked by introspect's known_hosts policy."""
+        client = paramiko.SSHClient()
+        client.set_missing_host_key_policy(self.known_hosts.policy())
+        self.known_hosts.seed(client, hop.host, hop.port)
+        kwargs: dict[str, object] = {
+            "hostname": hop.host, "port": hop.port, "username": hop.user, "timeout": hop.connect_timeout,
+            "banner_timeout": self.ssh.banner_timeout, "auth_timeout": self.ssh.auth_timeout,
+            "channel_timeout": hop.connect_timeout + 5,
+        }
+        if sock is not None:
+            kwargs["sock"] = sock
+        if hop.key_files:
+            kwargs["key_filename"] = list(hop.key_files)
+        if hop.explicit and self.ssh.passphrase_env and os.environ.get(self.ssh.passphrase_env):
+            # hosts.yaml names the variable; the secret itself never lives in a file we read.
+            kwargs["passphrase"] = os.environ[self.ssh.passphrase_env]
+        try:
+            client.connect(**kwargs)  # type: ignore[arg-type]
+        except BaseException as exc:
+            client.close()
+            if isinstance(exc, IntrospectError) or not isinstance(exc, Exception):
+                raise
+            error = self._connect_error(hop, exc)
+            if error is None:
+                raise
+            raise error from None
+        transport = client.get_transport()
         if transport is not None:
             transport.set_keepalive(self.ssh.keepalive)
+        return client
 
-    def _negotiation_error(self, conn: Connection, text: str) -> IntrospectError:
+    def _connect_error(self, hop: Hop, exc: Exception) -> IntrospectError | None:
+        """A failed ``SSHClient.connect`` in introspect's words; None: not one we know."""
+        where = hop.where
+        if isinstance(exc, paramiko.BadHostKeyException):
+            return self.known_hosts.changed_error(
+                exc.hostname if ":" in exc.hostname else _entry(hop.host, hop.port), exc.key, exc.expected_key)
+        if isinstance(exc, paramiko.AuthenticationException):  # PasswordRequiredException included
+            return AuthenticationFailed(
+                f"authentication refused for user {hop.user!r} at {where} ({exc}); tried {self._keys_tried(hop)}",
+                hint="load the right key into ssh-agent, pass --identity FILE, or check --user",
+                host=self.label, stage="auth")
+        if isinstance(exc, paramiko.SSHException):
+            return self._negotiation_error(hop, str(exc))
+        if isinstance(exc, (paramiko.ssh_exception.NoValidConnectionsError, ConnectionRefusedError)):
+            return HostUnreachable(f"connection refused by {where}",
+                                   hint="check that sshd runs there and listens on that port",
+                                   host=self.label, stage="connect")
+        if isinstance(exc, TimeoutError):
+            return HostUnreachable(f"TCP connect to {where} timed out after {hop.connect_timeout:g} s",
+                                   hint="check the address, the network path and that the host is up "
+                                        "(or raise --connect-timeout)",
+                                   host=self.label, stage="connect")
+        if isinstance(exc, socket.gaierror):
+            return HostUnreachable(f"cannot resolve host name {hop.host!r}: {exc.strerror}",
+                                   hint="check the name, or the Host/HostName entry in ~/.ssh/config",
+                                   host=self.label, stage="connect")
+        if isinstance(exc, OSError):
+            reason = errno.errorcode.get(exc.errno or 0, "") if exc.errno else ""
+            return HostUnreachable(f"cannot connect to {where}: {exc.strerror or exc} {reason}".strip(),
+                                   hint="check the address and the network path",
+                                   host=self.label, stage="connect")
+        if isinstance(exc, EOFError):
+            return HostUnreachable(f"{where} closed the connection during the handshake",
+                                   hint="check the server's sshd logs (MaxStartups, AllowUsers)",
+                                   host=self.label, stage="handshake")
+        return None
+
+    def _negotiation_error(self, hop: Hop, text: str) -> IntrospectError:
         """paramiko's SSHException, by what its words say went wrong."""
-        where = f"{conn.host}:{conn.port}"
         if "no authentication methods available" in text.lower():
             # paramiko's words when it had no key and no agent to offer at all.
             return AuthenticationFailed(
-                f"no usable SSH key for user {conn.user!r} at {where}: tried {self._keys_tried(conn)}",
+                f"no usable SSH key for user {hop.user!r} at {hop.where}: tried {self._keys_tried(hop)}",
                 hint="pass --identity FILE, load a key with `ssh-add`, or create one with `ssh-keygen`",
                 host=self.label, stage="auth")
         if "banner" in text.lower():
             return HostUnreachable(
-                f"no SSH banner from {where} within {self.ssh.banner_timeout:g} s ({text})",
+                f"no SSH banner from {hop.where} within {self.ssh.banner_timeout:g} s ({text})",
                 hint="the port may not be sshd, or sshd is refusing new connections (MaxStartups); "
                      "retry with fewer parallel hosts", host=self.label, stage="banner")
-        return HostUnreachable(f"SSH negotiation with {where} failed: {text}",
+        return HostUnreachable(f"SSH negotiation with {hop.where} failed: {text}",
                                hint="check the server's sshd logs", host=self.label, stage="handshake")
 
-    def _keys_tried(self, conn: Connection) -> str:
+    def _keys_tried(self, hop: Hop) -> str:
         """What authentication had to offer, in words (files and counts, never key material)."""
-        files = conn.connect_kwargs.get("key_filename") or []
-        files = [files] if isinstance(files, str) else list(files)
         defaults = [os.path.join("~", ".ssh", n) for n in ("id_rsa", "id_ecdsa", "id_ed25519")
                     if os.path.isfile(os.path.expanduser(os.path.join("~", ".ssh", n)))]
         agent = "ssh-agent not running (SSH_AUTH_SOCK unset)"
@@ -258,17 +288,17 @@ class SSHExecutor(Executor):
                 agent = f"ssh-agent with {len(paramiko.Agent().get_keys())} key(s)"
             except (paramiko.SSHException, OSError):
                 agent = "ssh-agent not reachable at SSH_AUTH_SOCK"
-        keys = ", ".join(dict.fromkeys([*map(str, files), *defaults])) or "no key files"
+        keys = ", ".join(dict.fromkeys([*hop.key_files, *defaults])) or "no key files"
         return f"{keys}; {agent}"
+
+    def _close_clients(self) -> None:
+        clients = [*self._hops, *([self._conn] if self._conn is not None else [])]
+        self._conn, self._hops = None, []
+        _close_all(clients)
 
     def close(self) -> None:
         super().close()
-        if self._conn is not None:
-            try:
-                self._conn.close()
-            except Exception:  # noqa: BLE001 - best effort at shutdown
-                pass
-            self._conn = None
+        self._close_clients()
 
     # -- processes --------------------------------------------------------------
     def _spawn(self, argv: list[str]) -> RemoteProcess:
@@ -276,18 +306,32 @@ class SSHExecutor(Executor):
 
         self.connect()
         assert self._conn is not None
-        transport = self._conn.client.get_transport()
+        transport = self._conn.get_transport()
         if transport is None or not transport.is_active():
             raise ConnectionLost("the SSH connection is closed", hint="rerun", host=self.label,
                                  stage="channel")
         try:
-            channel = transport.open_session(timeout=self.ssh.connect_timeout + 5)
+            channel = transport.open_session(timeout=(self.ssh.connect_timeout or DEFAULT_CONNECT_TIMEOUT) + 5)
             channel.exec_command(" ".join(shlex.quote(word) for word in argv))
         except (paramiko.SSHException, OSError, EOFError) as exc:
             raise ConnectionLost(f"cannot open an SSH channel: {exc}",
                                  hint="sshd may limit sessions (MaxSessions); check its logs",
                                  host=self.label, stage="channel") from None
         return SSHProcess(channel, transport, self.label)
+
+
+def _active(client: paramiko.SSHClient) -> bool:
+    transport = client.get_transport()
+    return transport is not None and transport.is_active()
+
+
+def _close_all(clients: list[paramiko.SSHClient]) -> None:
+    """Close connections, the target's first, then each hop back to the first one."""
+    for client in reversed(clients):
+        try:
+            client.close()
+        except Exception:  # noqa: BLE001 - best effort at shutdown
+            pass
 
 
 def _entry(host: str, port: int) -> str:
