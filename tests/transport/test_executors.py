@@ -292,3 +292,14 @@ def test_probe_uses_one_connection_and_one_session(sshd, client_keys, kimi_model
     assert len(spawned) == 1
     assert raw["model_code_probe"] is not None
     assert raw["tokenizer_probe"]["loaded"] is True and raw["files"]["status"] == "ok"
+
+
+def test_the_ssh_socket_sends_small_packets_at_once(sshd, client_keys):
+    """TCP_NODELAY: without it each channel-open or exec request waits for the peer's delayed ACK."""
+    import socket
+
+    ex = SSHExecutor(SSHTarget(host=sshd.address, port=sshd.port, identity=str(client_keys.key),
+                               ssh_config="/dev/null"), KnownHosts(client_keys.known_hosts))
+    with ex:
+        sock = ex._conn.get_transport().sock
+        assert sock.getsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY) != 0
