@@ -621,7 +621,7 @@ class Bench:
     def bench_cache(self) -> None:
         self.log("5. cached repeat probe vs a cold one (`--refresh`)")
         cold = Series("introspect probe --refresh (cold, full, with tokenizer)")
-        warm = Series("introspect probe (cache hit: one fingerprint round trip)")
+        warm = Series("introspect probe (cache hit: only the fingerprint check runs)")
         alternate(self.reps, [(cold, lambda: self.checked_probe(self.model, "--refresh", tokenizer=True,
                                                                  cache_hit=False)),
                               (warm, lambda: self.checked_probe(self.model, tokenizer=True, cache_hit=True))],
