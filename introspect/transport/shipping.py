@@ -27,6 +27,7 @@ from introspect.remote import runner  # noqa: F401  # callers read the frame mar
 from introspect.remote.contract import BEGIN, END, PROTOCOL
 
 if TYPE_CHECKING:
+    from collections.abc import Iterator
     from importlib.abc import Traversable
 
 REMOTE_PACKAGE = "introspect.remote"
@@ -103,13 +104,26 @@ def _type_checking_only(tree: ast.AST) -> set[int]:
     return skipped
 
 
-def _imports(name: str, sources: dict[str, str], packages: tuple[str, ...]) -> set[str]:
+def _statements(tree: ast.AST) -> Iterator[ast.AST]:
+    """``tree`` and every statement in it, however nested: an import is always a statement, so the
+    expressions (most of a module's nodes) are not visited."""
+    todo = [tree]
+    while todo:
+        node = todo.pop()
+        yield node
+        todo.extend(child for child in ast.iter_child_nodes(node)
+                    if isinstance(child, (ast.stmt, ast.excepthandler, ast.match_case)))
+
+
+@functools.cache  # per module: the tasks of one run share the runner, the contract and the readers
+def _imports(name: str) -> frozenset[str]:
     """The shipped modules ``name`` imports anywhere in its code that runs (relative or absolute)."""
+    sources, packages = remote_sources(), remote_packages()
     found: set[str] = set()
     base = name if name in packages else name.rpartition(".")[0]
     tree = ast.parse(sources[name])
-    skipped = _type_checking_only(tree)
-    for node in ast.walk(tree):
+    skipped = _type_checking_only(tree) if "TYPE_CHECKING" in sources[name] else set()
+    for node in _statements(tree):
         if id(node) in skipped:
             continue
         if isinstance(node, ast.Import):
@@ -124,7 +138,7 @@ def _imports(name: str, sources: dict[str, str], packages: tuple[str, ...]) -> s
             found.update(f"{module}.{alias.name}" for alias in node.names if f"{module}.{alias.name}" in sources)
     if name == RUNNER:
         found.discard(SUPERVISOR)  # imported only for isolated tasks (runner.main): added for those
-    return found
+    return frozenset(found)
 
 
 # CPython 3.11's AST constructor keeps its recursion depth per interpreter, not per thread, so two
@@ -148,8 +162,6 @@ def _task_modules(task: str, isolate: bool = False) -> tuple[str, ...]:
     """
     from introspect.remote.runner import TASKS
 
-    sources = remote_sources()
-    packages = remote_packages()
     todo = [RUNNER] + ([TASKS[task][0]] if task in TASKS else []) + ([SUPERVISOR] if isolate else [])
     needed: set[str] = set()
     while todo:
@@ -157,7 +169,7 @@ def _task_modules(task: str, isolate: bool = False) -> tuple[str, ...]:
         if name in needed:
             continue
         needed.add(name)
-        todo.extend(_imports(name, sources, packages) - needed)
+        todo.extend(_imports(name) - needed)
     for name in list(needed):  # importing a.b.c imports a and a.b first
         parts = name.split(".")
         needed.update(".".join(parts[:i]) for i in range(1, len(parts)))
