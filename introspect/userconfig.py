@@ -24,8 +24,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import platformdirs
-
 from introspect.errors import UsageError
 
 if TYPE_CHECKING:  # no yaml import for a local probe
@@ -63,6 +61,8 @@ def config_path() -> Path:
     override = os.environ.get(CONFIG_ENV)
     if override:
         return Path(override).expanduser()
+    import platformdirs  # only when no $INTROSPECT_CONFIG names the file
+
     return Path(platformdirs.user_config_dir("introspect")) / "config.yaml"
 
 

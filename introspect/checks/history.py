@@ -22,10 +22,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import platformdirs
-from packaging.utils import canonicalize_name
-from packaging.version import InvalidVersion, Version
-
+from introspect.checks.packages import canonical_name
 from introspect.checks.result import CheckResult, Status
 from introspect.inventory import venv_pip
 
@@ -103,7 +100,7 @@ def snapshot_from(
     packages = None
     if reach_error is None and facts and isinstance(facts.get("distributions"), Mapping):
         packages = {
-            str(canonicalize_name(name)): str(info.get("version"))
+            canonical_name(name): str(info.get("version"))
             for name, info in facts["distributions"].items()
             if isinstance(info, Mapping)
         }
@@ -114,6 +111,8 @@ def snapshot_from(
 
 
 def default_path() -> Path:
+    import platformdirs  # a run with --db never needs it
+
     return Path(platformdirs.user_state_dir("introspect")) / "history.sqlite3"
 
 
@@ -273,6 +272,8 @@ def _loads(text: str | None) -> Any:
 
 
 def _compare(old: str, new: str) -> int | None:
+    from packaging.version import InvalidVersion, Version
+
     try:
         a, b = Version(old), Version(new)
     except InvalidVersion:

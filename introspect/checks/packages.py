@@ -10,15 +10,14 @@ from __future__ import annotations
 import functools
 import shlex
 from collections.abc import Iterable, Mapping
-from typing import Any
-
-from packaging.markers import InvalidMarker, UndefinedComparison, UndefinedEnvironmentName
-from packaging.requirements import InvalidRequirement, Requirement
-from packaging.utils import canonicalize_name
-from packaging.version import InvalidVersion, Version
+from typing import TYPE_CHECKING, Any
 
 from introspect.checks.result import CheckResult
-from introspect.inventory import VenvEntry
+
+if TYPE_CHECKING:  # packaging loads when a requirement is judged, not with the health command
+    from packaging.requirements import Requirement
+
+    from introspect.inventory import VenvEntry
 
 # A fleet's venvs share most of their ~650 Requires-Dist strings: each distinct string is
 # parsed once per run (and each marker and specifier judged once per environment and
@@ -29,6 +28,8 @@ MEMO_SIZE = 1 << 15
 @functools.lru_cache(maxsize=MEMO_SIZE)
 def parse_requirement(raw: str) -> Requirement | None:
     """``Requirement(raw)``, or None when it does not parse; memoised."""
+    from packaging.requirements import InvalidRequirement, Requirement
+
     try:
         return Requirement(raw)
     except InvalidRequirement:
@@ -38,6 +39,8 @@ def parse_requirement(raw: str) -> Requirement | None:
 @functools.lru_cache(maxsize=MEMO_SIZE)
 def _marker_verdict(raw: str, env: tuple[tuple[str, str], ...], extra: str) -> bool:
     """Whether ``raw``'s marker holds in ``env`` with ``extra``; memoised."""
+    from packaging.markers import InvalidMarker, UndefinedComparison, UndefinedEnvironmentName
+
     req = parse_requirement(raw)
     assert req is not None and req.marker is not None
     try:
@@ -49,6 +52,8 @@ def _marker_verdict(raw: str, env: tuple[tuple[str, str], ...], extra: str) -> b
 @functools.lru_cache(maxsize=MEMO_SIZE)
 def _contains(raw: str, version: str) -> bool | None:
     """Whether ``version`` satisfies ``raw``'s specifier (None: it does not parse); memoised."""
+    from packaging.version import InvalidVersion, Version
+
     req = parse_requirement(raw)
     assert req is not None
     try:
@@ -56,6 +61,14 @@ def _contains(raw: str, version: str) -> bool | None:
         return req.specifier.contains(Version(version), prereleases=True)
     except InvalidVersion:
         return None
+
+
+@functools.lru_cache(maxsize=MEMO_SIZE)
+def canonical_name(name: str) -> str:
+    """PEP 503's normalised name (``canonicalize_name``); memoised like the requirements."""
+    from packaging.utils import canonicalize_name
+
+    return str(canonicalize_name(name))
 
 
 def pip_of(venv: VenvEntry) -> str:
@@ -89,7 +102,7 @@ def _marker_applies(raw: str, req: Requirement, env: Env, extra: str = "") -> bo
 
 def _installed(facts: Mapping[str, Any]) -> dict[str, Mapping[str, Any]]:
     dists = facts.get("distributions") or {}
-    return {canonicalize_name(name): info for name, info in dists.items() if isinstance(info, Mapping)}
+    return {canonical_name(name): info for name, info in dists.items() if isinstance(info, Mapping)}
 
 
 def _satisfies(raw: str, req: Requirement, version: str | None) -> bool | None:
@@ -98,7 +111,7 @@ def _satisfies(raw: str, req: Requirement, version: str | None) -> bool | None:
 
 
 def _unmet(raw: str, req: Requirement, installed: Mapping[str, Mapping[str, Any]]) -> dict[str, Any] | None:
-    info = installed.get(canonicalize_name(req.name))
+    info = installed.get(canonical_name(req.name))
     if info is None:
         return {"package": req.name, "requirement": str(req), "installed": None, "problem": "missing"}
     ok = _satisfies(raw, req, info.get("version"))
@@ -124,9 +137,15 @@ def _extra_deps(dist: Mapping[str, Any], extras: Iterable[str], env: Env) -> lis
     return out
 
 
+def _requirement(raw: str) -> Requirement:
+    from packaging.requirements import Requirement
+
+    return Requirement(raw)  # raises InvalidRequirement, naming what is wrong
+
+
 def check_package(venv: VenvEntry, requirement: str, facts: Mapping[str, Any]) -> CheckResult:
-    req = parse_requirement(requirement) or Requirement(requirement)  # validated by the inventory loader
-    name = canonicalize_name(req.name)
+    req = parse_requirement(requirement) or _requirement(requirement)  # validated by the inventory loader
+    name = canonical_name(req.name)
     check = f"package:{name}"
     env = _marker_env(facts)
     if not _marker_applies(requirement, req, env):

@@ -32,14 +32,14 @@ from introspect.cli.connect import (
     check_output_path,
     executor_for,
     find_entry,
-    known_hosts_for,
+    fleet_known_hosts,
     load_inventory_for,
     select_fleet,
 )
 from introspect.cli.jsonout import echo_json
-from introspect.cli.options import HostSelection, host_selectors
+from introspect.cli.options import HostSelection, LateHelpOption, host_selectors
 from introspect.cli.outcome import combined
-from introspect.cli.render_term import Col, Fixes, make_console, print_fixes, print_rows
+from introspect.cli.render_term import Col, Fixes, escape, make_console, print_fixes, print_rows
 from introspect.cli.session import session
 from introspect.client.health import (
     SCHEMA,
@@ -58,12 +58,6 @@ if TYPE_CHECKING:  # rich, paramiko and prometheus_client load only when a run u
 
     from introspect.transport.hostkeys import KnownHosts
 
-def escape(text: str) -> str:
-    from rich.markup import escape as rich_escape  # rich loads only when a run prints for people
-
-    return rich_escape(text)
-
-
 STATUS_STYLE = {"pass": "green", "fail": "bold red", "warn": "yellow", "info": "cyan"}
 
 
@@ -73,6 +67,10 @@ STATUS_STYLE = {"pass": "green", "fail": "bold red", "warn": "yellow", "info": "
 ADHOC_HOST_HELP = ("Check this one host instead of the inventory's: an entry name, an address, an "
                    "~/.ssh/config alias or a URL (ssh://, openssh://...); without an inventory entry, only "
                    "reachability, disk and GPUs are checked.")
+
+
+def db_help() -> str:
+    return f"History database (default {default_path()})."
 
 
 def _health_selectors(func: Callable[..., Any]) -> Callable[..., Any]:
@@ -86,8 +84,7 @@ def _health_selectors(func: Callable[..., Any]) -> Callable[..., Any]:
 @click.option("--json", "as_json", is_flag=True, help="Print the run as JSON on stdout.")
 @click.option("--prom", type=click.Path(dir_okay=False),
               help="Write a Prometheus textfile (node_exporter textfile collector), atomically.")
-@click.option("--db", type=click.Path(dir_okay=False),
-              help=f"History database (default {default_path()}).")
+@click.option("--db", type=click.Path(dir_okay=False), cls=LateHelpOption, late_help=db_help)
 @click.option("--keep-days", type=click.FloatRange(min=0), default=None,
               help="After recording this run, delete runs older than this many days (the latest run is kept).")
 @click.option("--known-hosts", type=click.Path(dir_okay=False),
@@ -134,7 +131,7 @@ def health(host: str | None, hosts_file: str | None, only: tuple[str, ...], tags
                                 known_hosts=known_hosts, accept_new=accept_new, ssh_config=ssh_config,
                                 connect_timeout=connect_timeout, hosts_file=hosts_file, transport=transport,
                                 ssh_options=ssh_options, control_persist=control_persist)
-        known = known_hosts_for(flags, inventory)  # parsed once, shared by every connection
+        known = fleet_known_hosts(flags, inventory, hosts)  # parsed once, shared by every connection
         factory = _executor_factory(flags, inventory, known)
     options = HealthOptions(probe_timeout=timeout or inventory.defaults.probe_timeout)
     workers = parallel or inventory.defaults.parallel
@@ -181,7 +178,7 @@ def _select_in(inventory: Inventory, selection: HostSelection) -> list[HostEntry
 
 
 def _executor_factory(flags: ConnectionFlags, inventory: Inventory,
-                      known: KnownHosts) -> Callable[[HostEntry], Executor]:
+                      known: KnownHosts | None) -> Callable[[HostEntry], Executor]:
     def make(host: HostEntry) -> Executor:
         return executor_for(dataclasses.replace(flags, host=host.name), inventory, known)[0]
 

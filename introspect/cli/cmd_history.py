@@ -11,21 +11,21 @@ from typing import Any
 import click
 
 from introspect.checks.history import default_path
-from introspect.cli.cmd_health import _count_cells, _open_store, _print_findings, escape
+from introspect.cli.cmd_health import _count_cells, _open_store, _print_findings, db_help
 from introspect.cli.jsonout import echo_json
-from introspect.cli.render_term import Col, Fixes, make_console, print_fixes, print_rows
+from introspect.cli.options import LateHelpOption
+from introspect.cli.render_term import Col, Fixes, escape, make_console, print_fixes, print_rows
 from introspect.cli.session import session
 from introspect.client.health import result_dict
 from introspect.errors import UsageError
 
-DB_HELP = f"History database (default {default_path()})."
 HISTORY_SCHEMA = "introspect.history/v1"
 KEEP_HELP = "Delete the runs older than this many days first (the latest run is always kept)."
 
 
 @click.group("history", invoke_without_command=True)
 @click.option("--host", help="Only runs that checked this host (counts are for it alone).")
-@click.option("--db", type=click.Path(dir_okay=False), help=DB_HELP)
+@click.option("--db", type=click.Path(dir_okay=False), cls=LateHelpOption, late_help=db_help)
 @click.option("--limit", type=click.IntRange(1, 100000), default=20, show_default=True,
               help="How many runs, latest first.")
 @click.option("--run", "run_id", type=int, default=None, help="Show every result of this run.")
@@ -108,7 +108,7 @@ def _when(ts: float) -> str:
 @history.command("prune")
 @click.option("--keep-days", type=click.FloatRange(min=0), required=True,
               help="Delete the runs older than this many days (the latest run is always kept).")
-@click.option("--db", type=click.Path(dir_okay=False), help=DB_HELP)
+@click.option("--db", type=click.Path(dir_okay=False), cls=LateHelpOption, late_help=db_help)
 @click.pass_context
 def prune(ctx: click.Context, keep_days: float, db: str | None) -> int:
     """Delete old runs from the history database (retention for a long-running cron job)."""

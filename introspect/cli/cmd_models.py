@@ -11,7 +11,6 @@ import dataclasses
 from typing import TYPE_CHECKING, Any
 
 import click
-from rich.markup import escape
 
 from introspect.cli.connect import (
     ConnectionFlags,
@@ -25,8 +24,7 @@ from introspect.cli.jsonout import echo_json
 from introspect.cli.options import HostSelection, fleet_options
 from introspect.cli.outcome import Finished, Notice, combined, notice
 from introspect.cli.progress import Phases, host_rows
-from introspect.cli.render import human_bytes, human_count
-from introspect.cli.render_term import Col, make_console, print_rows
+from introspect.cli.render_term import Col, escape, human_bytes, human_count, make_console, print_rows
 from introspect.cli.session import session
 from introspect.client.discover import (
     DEFAULT_MAX_DEPTH,

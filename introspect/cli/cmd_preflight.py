@@ -7,15 +7,13 @@ import json
 from typing import TYPE_CHECKING, Any
 
 import click
-from rich.console import Console
-from rich.markup import escape
 
 from introspect.checks.preflight import Check, ready
 from introspect.cli.connect import (
     ConnectionFlags,
     connection_options,
     executor_for,
-    known_hosts_for,
+    fleet_known_hosts,
     load_inventory_for,
     select_fleet,
 )
@@ -23,7 +21,7 @@ from introspect.cli.jsonout import echo_json
 from introspect.cli.options import HostSelection, fleet_options
 from introspect.cli.outcome import Finished, Notice
 from introspect.cli.progress import Phases
-from introspect.cli.render_term import Col, make_console, print_fixes, print_rows
+from introspect.cli.render_term import Col, escape, make_console, print_fixes, print_rows
 from introspect.cli.session import session
 from introspect.client.preflight import (
     DEFAULT_ENDPOINT_TIMEOUT,
@@ -37,7 +35,9 @@ from introspect.client.preflight import (
 from introspect.errors import EXIT_FINDINGS, EXIT_OK
 from introspect.transport.base import Executor
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # rich loads only when a run prints for people
+    from rich.console import Console
+
     from introspect.inventory import HostEntry
 
 ICONS = {"pass": "[green]✔ pass[/]", "warn": "[yellow]! warn[/]", "fail": "[bold red]✘ fail[/]",
@@ -97,7 +97,7 @@ def preflight_fleet(request: PreflightRequest, flags: ConnectionFlags, selection
                     parallel: int | None, *, as_json: bool) -> Finished:
     """The gate on every selected inventory host; the exit code is the worst host's."""
     inventory, hosts = select_fleet(flags.hosts_file, selection)
-    known_hosts = known_hosts_for(flags, inventory)  # parsed once for the whole fleet
+    known_hosts = fleet_known_hosts(flags, inventory, hosts)  # parsed once for the whole fleet
 
     def make_executor(entry: HostEntry) -> Executor:
         return executor_for(dataclasses.replace(flags, host=entry.name), inventory, known_hosts)[0]

@@ -10,14 +10,13 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from introspect.analysis.profile import build_profile, exit_code
 from introspect.api import fatal_input
 from introspect.cli.connect import (
     ConnectionFlags,
     check_output_path,
     connection_options,
     executor_for,
-    known_hosts_for,
+    fleet_known_hosts,
     load_inventory_for,
     select_fleet,
 )
@@ -143,7 +142,7 @@ def probe_fleet(request: ProbeRequest, flags: ConnectionFlags, selection: HostSe
     """The same probe on many inventory hosts: one connection each, a bounded staggered pool."""
 
     inventory, hosts = select_fleet(flags.hosts_file, selection)
-    known_hosts = known_hosts_for(flags, inventory)  # parsed once for the whole fleet
+    known_hosts = fleet_known_hosts(flags, inventory, hosts)  # parsed once for the whole fleet
 
     def make_executor(entry: HostEntry) -> Executor:
         return executor_for(dataclasses.replace(flags, host=entry.name), inventory, known_hosts)[0]
@@ -188,6 +187,8 @@ def profile_cmd(raw_file: str | None, as_json: bool, output: str | None, ansible
                          "or --ansible-tree DIR")
     raw = read_document(raw_file, RAW_SCHEMA, what="introspect raw facts",
                         hint="pass a file written by `introspect probe --save-raw`")
+    from introspect.analysis.profile import build_profile, exit_code  # only once there is something to build
+
     profile = build_profile(raw)
     emit(profile, as_json=as_json, output=output)
     return exit_code(profile, raw)

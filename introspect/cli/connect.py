@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -209,6 +209,16 @@ def known_hosts_for(flags: ConnectionFlags, inventory: Inventory | None, host: s
                        global_files=global_files)
     _LOADED.append(known)
     return known
+
+
+def fleet_known_hosts(flags: ConnectionFlags, inventory: Inventory | None,
+                      hosts: Sequence[HostEntry]) -> KnownHosts | None:
+    """:func:`known_hosts_for` a run over ``hosts``, or None when none of them connects over
+    ``ssh`` (only paramiko reads it: a docker:// or local:// run loads no SSH stack)."""
+    specs = (host_spec(dataclasses.replace(flags, host=h.name), h) for h in hosts)
+    if not any(spec is not None and spec.scheme == "ssh" for spec in specs):
+        return None
+    return known_hosts_for(flags, inventory)
 
 
 def known_hosts_warnings() -> list[str]:

@@ -22,19 +22,31 @@ from introspect.cli.outcome import Finished, Notice, notice
 from introspect.cli.session import session, start_session
 from introspect.errors import EXIT_FINDINGS, EXIT_USAGE, IntrospectError
 
-# command name -> "module:attribute". Commands are imported only when used, so that
-# `introspect probe` does not pay for importing health, preflight, prometheus_client...
+# command name -> ("module:attribute", the first line of its help). Commands are imported only
+# when used, so that `introspect probe` does not pay for importing health, preflight,
+# prometheus_client... and `introspect --help` lists them from these lines without importing
+# any (tests/cli/test_lazy_imports.py checks that each line is the command's own).
 LAZY_COMMANDS = {
-    "probe": "introspect.cli.cmd_probe:probe",
-    "profile": "introspect.cli.cmd_probe:profile_cmd",
-    "health": "introspect.cli.cmd_health:health",
-    "history": "introspect.cli.cmd_history:history",
-    "preflight": "introspect.cli.cmd_preflight:preflight",
-    "models": "introspect.cli.cmd_models:models",
-    "diff": "introspect.cli.cmd_diff:diff",
-    "plan": "introspect.cli.cmd_plan:plan",
-    "env": "introspect.cli.cmd_env:env",
-    "cache": "introspect.cli.cmd_cache:cache",
+    "probe": ("introspect.cli.cmd_probe:probe", "Profile a model directory: architecture, experts, tokenizer, "
+              "chat template, venv, engines, GPUs, plan."),
+    "profile": ("introspect.cli.cmd_probe:profile_cmd", "Rebuild a profile from saved raw facts "
+                "(`probe --save-raw`) or Ansible's results, without any host."),
+    "health": ("introspect.cli.cmd_health:health", "Check the venvs of every host in the inventory (or one "
+               "--host): packages, imports, tokenizers, disk, GPUs."),
+    "history": ("introspect.cli.cmd_history:history", "Past `introspect health` runs: when, how many hosts, "
+                "what passed and failed, what drifted."),
+    "preflight": ("introspect.cli.cmd_preflight:preflight", "Gate a data-generation job: tokenizer, chat "
+                  "template, loss masks, mask token, ids, endpoint, disk."),
+    "models": ("introspect.cli.cmd_models:models", "List the model directories on a host (or the inventory's "
+               "hosts): plain dirs and the HF cache."),
+    "diff": ("introspect.cli.cmd_diff:diff", "Compare two model profiles: saved files or live HOST:PATH / "
+             "HOST:org/name[@rev] targets."),
+    "plan": ("introspect.cli.cmd_plan:plan", "Which TP / EP / PP layouts fit, with how much KV cache, from a "
+             "saved profile."),
+    "env": ("introspect.cli.cmd_env:env", "Versions, platform and config paths for a bug report (secrets are "
+            "never shown)."),
+    "cache": ("introspect.cli.cmd_cache:cache", "The local cache of probe results: where it is, how big, and "
+              "emptying it."),
 }
 
 
@@ -43,11 +55,18 @@ class LazyGroup(click.Group):
         return sorted(LAZY_COMMANDS)
 
     def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
-        target = LAZY_COMMANDS.get(cmd_name)
-        if target is None:
+        if cmd_name not in LAZY_COMMANDS:
             return None
-        module_name, attribute = target.split(":")
+        module_name, attribute = LAZY_COMMANDS[cmd_name][0].split(":")
         return getattr(importlib.import_module(module_name), attribute)
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        # click's own imports every command for its line; a stand-in with the same help is
+        # shortened to the column width exactly as the command itself would be.
+        stand_ins = {name: click.Command(name, help=line) for name, (_target, line) in LAZY_COMMANDS.items()}
+        limit = formatter.width - 6 - max(map(len, stand_ins))
+        with formatter.section("Commands"):
+            formatter.write_dl([(name, stand_ins[name].get_short_help_str(limit)) for name in sorted(stand_ins)])
 
 
 @click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})

@@ -53,6 +53,19 @@ class ByteSize(click.ParamType):
 BYTE_SIZE = ByteSize()
 
 
+class LateHelpOption(click.Option):
+    """An option whose help text is made only when ``--help`` shows it (``late_help=`` a callable):
+    a default that names a platform directory costs platformdirs' import, which a run need not pay."""
+
+    def __init__(self, *args: Any, late_help: Callable[[], str], **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.late_help = late_help
+
+    def get_help_record(self, ctx: click.Context) -> tuple[str, str] | None:
+        self.help = self.late_help()
+        return super().get_help_record(ctx)
+
+
 @dataclass(frozen=True)
 class HostSelection:
     """What the selector flags asked for; ``fleet`` when any inventory-wide flag was given."""

@@ -14,29 +14,10 @@ from rich.markup import escape
 from rich.table import Table
 
 from introspect.analysis.result import target_where
-from introspect.cli.render_term import Fixes, make_console, print_fixes
+from introspect.cli.render_term import Fixes, human_bytes, human_count, make_console, print_fixes
 from introspect.remote.contract import as_dict
 
 SEVERITY_STYLE = {"error": "bold red", "warning": "yellow", "info": "cyan"}
-
-
-def human_count(value: Any) -> str:
-    if not isinstance(value, (int, float)) or isinstance(value, bool):
-        return "?"
-    for unit, size in (("T", 1e12), ("B", 1e9), ("M", 1e6), ("K", 1e3)):
-        if abs(value) >= size:
-            return f"{value / size:.2f}{unit}"
-    return str(value)
-
-
-def human_bytes(value: Any) -> str:
-    if not isinstance(value, (int, float)) or isinstance(value, bool):
-        return "?"
-    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
-        if abs(value) < 1024 or unit == "TiB":
-            return f"{value:.0f} {unit}" if unit == "B" else f"{value:.1f} {unit}"
-        value /= 1024
-    return str(value)
 
 
 def _tok(value: Any) -> str:

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from introspect.cli.session import session
 
@@ -25,6 +25,32 @@ if TYPE_CHECKING:
 WIDE_COLUMNS = 100_000  # --wide: no table is ever this wide, so none is folded
 MIN_TEXT = 16  # narrowest useful width of a folded free-text column
 PADDING = 2
+
+
+def human_count(value: Any) -> str:
+    if not isinstance(value, (int, float)) or isinstance(value, bool):
+        return "?"
+    for unit, size in (("T", 1e12), ("B", 1e9), ("M", 1e6), ("K", 1e3)):
+        if abs(value) >= size:
+            return f"{value / size:.2f}{unit}"
+    return str(value)
+
+
+def human_bytes(value: Any) -> str:
+    if not isinstance(value, (int, float)) or isinstance(value, bool):
+        return "?"
+    for unit in ("B", "KiB", "MiB", "GiB", "TiB"):
+        if abs(value) < 1024 or unit == "TiB":
+            return f"{value:.0f} {unit}" if unit == "B" else f"{value:.1f} {unit}"
+        value /= 1024
+    return str(value)
+
+
+def escape(text: str) -> str:
+    """:func:`rich.markup.escape`, with rich loaded only when a run prints for people."""
+    from rich.markup import escape as rich_escape
+
+    return rich_escape(text)
 
 
 def make_console(*, stderr: bool = False) -> Console:

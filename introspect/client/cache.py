@@ -20,8 +20,6 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import platformdirs
-
 CACHE_SCHEMA = 1
 CACHE_MAX_ENV = "INTROSPECT_CACHE_MAX_BYTES"
 DEFAULT_MAX_BYTES = 256 * 1024 * 1024  # a Kimi K2 profile's raw facts are ~2 MB: over 100 models
@@ -44,7 +42,11 @@ def max_bytes() -> int:
 
 def default_dir() -> Path:
     override = os.environ.get("INTROSPECT_CACHE_DIR")
-    return Path(override) if override else Path(platformdirs.user_cache_dir("introspect")) / "probes"
+    if override:
+        return Path(override)
+    import platformdirs  # only when no $INTROSPECT_CACHE_DIR names the directory
+
+    return Path(platformdirs.user_cache_dir("introspect")) / "probes"
 
 
 def cache_key(target: dict[str, Any], options: dict[str, Any]) -> str:

@@ -13,10 +13,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from introspect.analysis.architecture import analyze_architecture
-from introspect.analysis.speculative import describe_drafter
 from introspect.client.fleet import DEFAULT_STAGGER_S, FleetMonitor, ItemFailure, run_fleet
 from introspect.client.hub import first_message
+from introspect.client.preload import preload
 from introspect.errors import IntrospectError, RemoteError
 from introspect.remote.contract import DEFAULT_FILES_TIMEOUT, as_dict, interpreter
 from introspect.transport.base import Executor
@@ -24,6 +23,8 @@ from introspect.transport.base import Executor
 if TYPE_CHECKING:
     from introspect.inventory import HostEntry, Inventory
 
+# The aggregator's modules that a listing row needs, once a host has answered.
+SUMMARY_MODULES = ("introspect.analysis.architecture", "introspect.analysis.speculative")
 DEFAULT_ROOTS = ("/root/models", "/data", "~/models")
 DEFAULT_MAX_DEPTH = 4
 DEFAULT_SHIP_CAP = 256 * 1024  # a raw config.json above this stays on the host (the digest still comes)
@@ -47,6 +48,8 @@ def discover_facts(executor: Executor, python: str, roots: list[str] | tuple[str
     """The whole "discover" reply: models, roots, hf_cache, errors (one remote process)."""
     # The remote walk stops a little before our deadline so that it answers with what it found.
     request = discover_request(roots, deadline=max(1.0, timeout * 0.8), **options)
+    for module in SUMMARY_MODULES:
+        preload(module)  # while the host walks its roots; summarize_model needs them after the reply
     reply = executor.run_python(python, "discover", request, timeout=timeout)
     if not isinstance(reply.facts, dict):
         raise RemoteError(f"model discovery failed: {first_message(reply.errors)}",
@@ -94,6 +97,8 @@ def _drafter(entry: dict[str, Any], config: Any) -> dict[str, Any] | None:
     remote = entry.get("drafter")
     if not isinstance(remote, dict):
         return None
+    from introspect.analysis.speculative import describe_drafter
+
     described = describe_drafter({"path": entry.get("path"), "config": config}) if isinstance(config, dict) else None
     kind = (described or {}).get("kind")
     if not kind or kind == "unknown":
@@ -113,6 +118,8 @@ def summarize_model(entry: dict[str, Any]) -> dict[str, Any]:
     config = entry.get("config")
     arch: dict[str, Any] = {}
     if isinstance(config, dict):
+        from introspect.analysis.architecture import analyze_architecture
+
         path = entry.get("path")
         arch, _findings = analyze_architecture(config, config_path=f"{path}/config.json" if path else None)
     estimate = as_dict(as_dict(arch.get("params")).get("config_estimate"))

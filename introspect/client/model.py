@@ -18,10 +18,10 @@ import time
 from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
-from introspect.analysis.profile import build_profile, exit_code
 from introspect.client.cache import ProbeCache, cache_key
 from introspect.client.fleet import FleetMonitor, ItemFailure, run_fleet
 from introspect.client.hub import is_repo_id, resolve_model
+from introspect.client.preload import preload
 from introspect.client.runner import Channel, ChannelResult, error_record, run_channels, target_of
 from introspect.errors import ConnectError, IntrospectError, ModelPathError, UsageError
 from introspect.remote.contract import (
@@ -44,6 +44,7 @@ if TYPE_CHECKING:
     from introspect.inventory import HostEntry, Inventory
 
 DEFAULT_DEADLINE_S = 300.0
+PROFILE_MODULE = "introspect.analysis.profile"  # the aggregator: ~20 ms of imports, needed after the reply
 # Sections of the model task's facts copied into the raw facts as they are.
 MODEL_SECTIONS = (*REMOTE_MODEL_SECTIONS, "fingerprint")
 
@@ -232,10 +233,13 @@ def probe_model(request: ProbeRequest, executor: Executor, entry: HostEntry | No
                                remote_code=bool(remote_code.value), load_tokenizer=not request.no_tokenizer,
                                json_cap=request.max_json_bytes, load_model_code=not request.no_model_code,
                                model_code_timeout=request.model_code_timeout)
+        preload(PROFILE_MODULE)  # while the channels run; the profile needs it only after them
         raw = _gather_within(executor, options, target_of(executor, python, venv, model), request)
     if resolved is not None:
         raw["resolved"] = resolved
     raw["settings"] = settings_block(inventory, remote_code)
+    from introspect.analysis.profile import build_profile, exit_code
+
     profile = build_profile(raw)
     return ProbeOutcome(exit_code(profile, raw), raw, profile, run_error(raw))
 

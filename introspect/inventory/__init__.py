@@ -18,8 +18,10 @@ ssh-config alias keeps its own settings. ``remote_code`` resolves venv > host >
 defaults to a plain bool. CLI flags are applied later by the command.
 
 Modules: :mod:`.model` (the dataclasses), :mod:`.marked_yaml` (YAML that keeps line
-numbers), :mod:`.checker` (typed converters that name ``file:line: key``),
-:mod:`.schema` (the keys of each level, parsing, and host selection).
+numbers, in the containers of :mod:`.marked`), :mod:`.checker` (typed converters that
+name ``file:line: key``), :mod:`.schema` (the keys of each level, parsing, and host
+selection). Importing the package loads neither PyYAML nor ``packaging``: reading a file
+does (:mod:`.source`, :mod:`.loader`), and so does checking a requirement.
 """
 
 from __future__ import annotations

@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from introspect.inventory.marked_yaml import MarkedMap, MarkedSeq
+from introspect.inventory.marked import MarkedMap, MarkedSeq
 from introspect.inventory.model import InventoryError
 
 IMPLICIT_GROUPS = ("all", "ungrouped")

@@ -21,7 +21,7 @@ from typing import Any, NoReturn
 from introspect.inventory.ansible_groups import IMPLICIT_GROUPS, AnsibleGroups, Var, marked
 from introspect.inventory.ansible_yaml import VaultValue
 from introspect.inventory.checker import Checker
-from introspect.inventory.marked_yaml import MarkedMap, MarkedSeq
+from introspect.inventory.marked import MarkedMap, MarkedSeq
 from introspect.inventory.model import Inventory, InventoryError
 from introspect.inventory.schema import parse_inventory_data
 

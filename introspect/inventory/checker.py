@@ -7,9 +7,7 @@ import re
 from collections.abc import Callable, Iterable
 from typing import Any, NoReturn
 
-from packaging.requirements import InvalidRequirement, Requirement
-
-from introspect.inventory.marked_yaml import MarkedMap, MarkedSeq
+from introspect.inventory.marked import MarkedMap, MarkedSeq
 from introspect.inventory.model import InventoryError
 
 _SECRET_WORDS = ("password", "passwd", "passphrase", "secret", "token")
@@ -154,6 +152,8 @@ class Checker:
         return convert
 
     def requirement(self, v: Any, line: int, key: str) -> str:
+        from packaging.requirements import InvalidRequirement, Requirement  # only an inventory with requires
+
         v = self.string(v, line, key)
         try:
             Requirement(v)

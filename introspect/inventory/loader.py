@@ -25,7 +25,7 @@ from introspect.inventory.ansible_ini import parse_ini
 from introspect.inventory.ansible_json import groups_from_list, run_inventory_script
 from introspect.inventory.ansible_vars import to_inventory
 from introspect.inventory.ansible_yaml import load_ansible_yaml, parse_yaml_groups, read_vars_file
-from introspect.inventory.marked_yaml import MarkedMap
+from introspect.inventory.marked import MarkedMap
 from introspect.inventory.model import MAX_INVENTORY_BYTES, Inventory, InventoryError
 from introspect.inventory.schema import parse_inventory_data
 

@@ -10,20 +10,10 @@ from typing import Any
 
 import yaml
 
+from introspect.inventory.marked import MarkedMap, MarkedSeq
 from introspect.inventory.model import InventoryError
 
-
-class MarkedMap(dict):
-    """A mapping that remembers the line of each key (PyYAML node marks, 1-based)."""
-
-    line: int
-    key_lines: dict[str, int]
-    duplicates: list[tuple[str, int, int]]  # (key, line, line of its first definition)
-
-
-class MarkedSeq(list):
-    line: int
-    item_lines: list[int]
+__all__ = ["MarkedLoader", "MarkedMap", "MarkedSeq", "load_marked_yaml"]
 
 
 class MarkedLoader(yaml.SafeLoader):

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from introspect.inventory.checker import HOST_NAME_RE, MODULE_RE, TAG_RE, Checker, join_key, kind_of
-from introspect.inventory.marked_yaml import MarkedMap, MarkedSeq, load_marked_yaml
+from introspect.inventory.marked import MarkedMap, MarkedSeq
 from introspect.inventory.model import (
     MAX_INVENTORY_BYTES,
     Defaults,
@@ -110,6 +110,8 @@ def _parse_host(c: Checker, name: str, raw: Any, line: int, key: str, defaults: 
 
 def parse_inventory(text: str, source: str = "<string>") -> Inventory:
     """Validate inventory text; ``source`` is the file name used in messages."""
+    from introspect.inventory.marked_yaml import load_marked_yaml  # PyYAML only when text is read
+
     return parse_inventory_data(load_marked_yaml(text, source), source)
 
 

@@ -10,7 +10,6 @@ from __future__ import annotations
 from dataclasses import replace
 from pathlib import Path
 
-from introspect.inventory.loader import load_inventory_file
 from introspect.inventory.model import Inventory
 from introspect.userconfig import Chosen
 
@@ -18,5 +17,7 @@ from introspect.userconfig import Chosen
 def read_inventory(path: str | Path, chosen: Chosen | None = None) -> Inventory:
     """The inventory at ``path`` (every problem an :class:`InventoryError` naming file and line);
     ``chosen`` (where the path came from) is kept on the result for the report."""
+    from introspect.inventory.loader import load_inventory_file  # PyYAML and friends only when one is read
+
     inventory = load_inventory_file(path)  # hosts.yaml or an Ansible inventory, told apart by content
     return replace(inventory, chosen=chosen) if chosen is not None else inventory
