@@ -203,6 +203,40 @@ def test_tiktoken_summary_properties(pairs: list[tuple[bytes, int]]) -> None:
     assert s["dense"] == (bool(ranks) and ranks == list(range(len(ranks))))
 
 
+B64ISH = st.sampled_from([b"QQ==", b"QR==", b"QUI=", b"QUJD", b"QQ", b"Q===", b"=QQ=", b"YWJj", b"+/8=", b"Zg==",
+                          b"YQ==", b"!!", b""])
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.tuples(B64ISH | st.binary(min_size=1, max_size=3).map(base64.b64encode),
+                          st.sampled_from([b"0", b"1", b"007", b"2", b"-1", b"x", b"40", b""]),
+                          st.sampled_from([b" ", b"  ", b"\t"]), st.sampled_from([b"\n", b"\r\n", b"\n\n", b""])),
+                max_size=25))
+def test_a_canonical_file_is_summarised_in_c_as_line_by_line(rows: list[tuple[bytes, bytes, bytes, bytes]]) -> None:
+    """The whole-file fast path answers exactly what the per-line path answers, or leaves it to it."""
+    import io
+
+    from introspect.remote.facts.tiktoken import _canonical_summary
+
+    data = b"".join(token + sep + rank + end for token, rank, sep, end in rows)
+    fast = _canonical_summary(data)
+    if fast is not None:
+        assert fast == summarize_tiktoken_lines(io.BytesIO(data))
+
+
+def test_a_real_sized_canonical_file_takes_the_fast_path(tmp_path: Path) -> None:
+    import io
+
+    from introspect.remote.facts.tiktoken import _canonical_summary, summarize_tiktoken_file
+
+    data = b"".join(base64.b64encode(i.to_bytes(3, "big")) + b" %d\n" % i for i in range(5000))
+    (tmp_path / "tiktoken.model").write_bytes(data)
+    fast = _canonical_summary(data)
+    assert fast is not None and fast == summarize_tiktoken_lines(io.BytesIO(data))
+    summary, err = summarize_tiktoken_file(str(tmp_path / "tiktoken.model"))
+    assert err is None and summary is not None and summary["entries"] == 5000 and summary["dense"] is True
+
+
 @settings(max_examples=200, deadline=None)
 @given(st.lists(st.binary(max_size=30), max_size=20))
 def test_tiktoken_parser_never_raises(lines: list[bytes]) -> None:
