@@ -113,26 +113,19 @@ def _check_mixers(
     result: dict[str, Any], findings: list[Finding],
 ) -> None:
     """Recurrent-mixer and sparse-indexer placement, added to ``result`` only when their tensors exist."""
-    stored = _layers_with(safetensors, _RECURRENT, num_layers)
-    if stored is not None:
-        expected = _layers_of(pattern, _RECURRENT_KINDS)
-        result["recurrent_layers"] = stored == expected
+    # DeepSeek-V4 keeps its indexer in the CSA layers only; DeepSeek-V3.2 in every attention layer.
+    sparse = _layers_of(pattern, frozenset({"compressed_sparse_attention"})) or _layers_of(pattern, _ATTENTION_KINDS)
+    checks = (("recurrent_layers", "recurrent (linear-attention / SSM) layers", _RECURRENT,
+               _layers_of(pattern, _RECURRENT_KINDS)),
+              ("indexer_layers", "sparse-indexer layers", _INDEXER, sparse if attention.get("sparse_indexer") else set()),
+              ("compressed_layers", "compressed-attention layers", _COMPRESSOR, _layers_of(pattern, _COMPRESSED_KINDS)))
+    for key, what, names, expected in checks:
+        stored = _layers_with(safetensors, names, num_layers)
+        if stored is None:
+            continue
+        result[key] = stored == expected
         if stored != expected:
-            findings.append(_disagree("recurrent (linear-attention / SSM) layers", expected, stored))
-    stored = _layers_with(safetensors, _INDEXER, num_layers)
-    if stored is not None:
-        # DeepSeek-V4 keeps its indexer in the CSA layers only; DeepSeek-V3.2 in every attention layer.
-        sparse = _layers_of(pattern, frozenset({"compressed_sparse_attention"})) or _layers_of(pattern, _ATTENTION_KINDS)
-        expected = sparse if attention.get("sparse_indexer") else set()
-        result["indexer_layers"] = stored == expected
-        if stored != expected:
-            findings.append(_disagree("sparse-indexer layers", expected, stored))
-    stored = _layers_with(safetensors, _COMPRESSOR, num_layers)
-    if stored is not None:
-        expected = _layers_of(pattern, _COMPRESSED_KINDS)
-        result["compressed_layers"] = stored == expected
-        if stored != expected:
-            findings.append(_disagree("compressed-attention layers", expected, stored))
+            findings.append(_disagree(what, expected, stored))
 
 
 def _disagree(what: str, expected: set[int], stored: set[int]) -> Finding:
