@@ -22,14 +22,13 @@ watchdogs kill their task groups, and this process leaves.
 
 from __future__ import annotations
 
-import json
 import os
 import subprocess
 import sys
 import threading
-from typing import IO, Any, Callable, Dict, List, Optional, cast
+from typing import Any, Callable, Dict, List, cast
 
-from .contract import BEGIN, END, Envelope, Reply, error_record
+from .contract import Envelope, Reply, error_record
 
 RunTask = Callable[[str, Dict[str, Any]], Reply]
 Frame = Callable[[Any, List[Any]], Reply]
@@ -59,12 +58,11 @@ class _Children:
                     pass
 
 
-def run_batch(envelope: Envelope, boot: str, out: "IO[bytes]", run_task: RunTask, frame: Frame,
-              watch_stdin: Callable[[Callable[[], None]], None], finish: Callable[[Reply], Reply]) -> None:
-    """Run every task of the batch at once; ``finish`` completes a reply before it is framed."""
+def run_batch(envelope: Envelope, boot: str, run_task: RunTask, frame: Frame,
+              watch_stdin: Callable[[Callable[[], None]], None], emit: Callable[[Reply], None]) -> None:
+    """Run every task of the batch at once; ``emit`` frames each reply as its task ends."""
     items = [item for item in envelope.get("batch") or [] if isinstance(item, dict)]
     children = _Children()
-    lock = threading.Lock()
 
     def gone() -> None:
         children.release()
@@ -82,13 +80,7 @@ def run_batch(envelope: Envelope, boot: str, out: "IO[bytes]", run_task: RunTask
         except Exception as exc:  # noqa: BLE001 - one task's failure is its own reply
             reply = frame(None, [error_record(type(exc).__name__, str(exc), probe=task)])
         reply["key"] = item.get("key")
-        return finish(reply)
-
-    def emit(reply: Reply) -> None:
-        body = json.dumps(reply, default=repr, allow_nan=False).encode("utf-8")
-        with lock:
-            out.write(BEGIN + body + END)
-            out.flush()
+        return reply
 
     # Checks first, one by one: a cache check whose digest matches ends the batch (the
     # controller already holds those facts), so nothing else runs on the host.
@@ -110,6 +102,10 @@ def run_batch(envelope: Envelope, boot: str, out: "IO[bytes]", run_task: RunTask
 
 def _isolated(envelope: Envelope, boot: str, item: Dict[str, Any], children: _Children, frame: Frame) -> Reply:
     """The reply of one isolated task, run by a child interpreter as its own session would run it."""
+    # The supervisor's own child plumbing (drained streams, the envelope line) and frame reader;
+    # not its wait, which kills every process of this one (the other tasks' too).
+    from .supervisor import _Child, parse_frame
+
     task = str(item.get("task"))
     single = {"protocol": envelope.get("protocol"), "probe_version": envelope.get("probe_version"), "task": task,
               "request": item.get("request") or {}, "isolate": True, "timeout": item.get("timeout"),
@@ -117,20 +113,10 @@ def _isolated(envelope: Envelope, boot: str, item: Dict[str, Any], children: _Ch
     proc = subprocess.Popen([sys.executable, "-B", "-c", "_BOOT = %r\n%s" % (boot, boot)],
                             stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     children.add(proc)
-    streams: Dict[str, bytes] = {}
-
-    def drain(name: str, stream: "Optional[IO[bytes]]") -> None:
-        streams[name] = stream.read() if stream is not None else b""
-
-    readers = [threading.Thread(target=drain, args=(n, s), daemon=True)
-               for n, s in (("out", proc.stdout), ("err", proc.stderr))]
-    for reader in readers:
-        reader.start()
-    assert proc.stdin is not None
-    proc.stdin.write(json.dumps(single).encode("utf-8") + b"\n")
-    proc.stdin.flush()  # stdin stays open: its EOF would tell the child the controller is gone
+    child = _Child(proc)
+    child.send(single)  # stdin stays open: its EOF would tell the child the controller is gone
     limit = float(item.get("timeout") or 0) + CHILD_GRACE_S
-    for reader in readers:
+    for reader in child.readers:
         reader.join(limit)
     try:
         proc.wait(timeout=5)
@@ -138,19 +124,13 @@ def _isolated(envelope: Envelope, boot: str, item: Dict[str, Any], children: _Ch
         proc.kill()  # its supervisor could not clean up in time: the session's exit is the last resort
         proc.wait()
     try:
-        proc.stdin.close()
+        if proc.stdin is not None:
+            proc.stdin.close()
     except OSError:
         pass
-    data = streams.get("out", b"")
-    start = data.rfind(BEGIN)
-    end = data.find(END, start) if start >= 0 else -1
-    if start >= 0 and end >= 0:
-        try:
-            reply = json.loads(data[start + len(BEGIN):end].decode("utf-8"))
-            if isinstance(reply, dict):
-                return cast(Reply, reply)
-        except ValueError:
-            pass
-    tail = streams.get("err", b"").decode("utf-8", "replace").strip().splitlines()[-1:]
+    reply = parse_frame(child.output("out"))
+    if reply is not None:
+        return cast(Reply, reply)
+    tail = child.output("err").decode("utf-8", "replace").strip().splitlines()[-1:]
     return frame(None, [error_record("no-reply", "%s probe's interpreter exited with status %s without a reply%s"
                                      % (task, proc.returncode, ": " + tail[0] if tail else ""), probe=task)])

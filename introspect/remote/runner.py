@@ -69,15 +69,21 @@ def cap_messages(errors: Any) -> None:
 
 
 def _emit(out: "IO[bytes]", reply: Reply) -> None:
+    """The one frame of a single task: written once, whoever calls first."""
     global _emitted
     with _emit_lock:
         if _emitted:
             return
         _emitted = True
-        cap_messages(reply.get("errors"))
-        body = json.dumps(reply, default=repr, allow_nan=False).encode("utf-8")
-        out.write(BEGIN + body + END)
-        out.flush()
+        _write_frame(out, reply)
+
+
+def _write_frame(out: "IO[bytes]", reply: Reply) -> None:
+    """One framed reply on ``out``, its error messages capped (the caller holds ``_emit_lock``)."""
+    cap_messages(reply.get("errors"))
+    body = json.dumps(reply, default=repr, allow_nan=False).encode("utf-8")
+    out.write(BEGIN + body + END)
+    out.flush()
 
 
 def frame(facts: Any, errors: List[Any]) -> Reply:
@@ -139,7 +145,6 @@ def _answer(task: str, envelope: Envelope, boot: str) -> Reply:
 
 def _finish(reply: Reply, envelope: Envelope) -> Reply:
     """What every reply carries besides the task's own: the interpreter, the probe's version."""
-    cap_messages(reply.get("errors"))
     reply["python"] = {"version": list(sys.version_info[:3]), "executable": sys.executable}
     reply["probe_version"] = envelope.get("probe_version")
     return reply
@@ -155,7 +160,11 @@ def main(envelope: Envelope, boot: str) -> None:
     if envelope.get("batch") is not None:
         from .batch import run_batch
 
-        run_batch(envelope, boot, out, _run_task, frame, watch_stdin, lambda reply: _finish(reply, envelope))
+        def emit(reply: Reply) -> None:
+            with _emit_lock:
+                _write_frame(out, _finish(reply, envelope))
+
+        run_batch(envelope, boot, _run_task, frame, watch_stdin, emit)
     else:
         _emit(out, _finish(_answer(task, envelope, boot), envelope))
     sys.stderr.flush()

@@ -191,8 +191,7 @@ def _shipped(task: str, isolate: bool) -> bytes:
 def batch_envelope(items: list[dict[str, Any]]) -> bytes:
     """Several tasks for one interpreter in one session (see :mod:`introspect.remote.batch`):
     ``items`` are ``{key, task, request, isolate, timeout}``; the modules are the union of theirs."""
-    names = sorted({n for item in items for n in task_modules(item["task"], bool(item.get("isolate")))}
-                   | set(task_modules("", False)) | {BATCH})
+    names = sorted({n for item in items for n in task_modules(item["task"], bool(item.get("isolate")))} | {BATCH})
     sources, packages = remote_sources(), set(remote_packages())
     body = {"protocol": PROTOCOL, "probe_version": __version__, "task": "batch", "batch": items,
             "sources": {n: sources[n] for n in names}, "packages": [n for n in names if n in packages]}
