@@ -133,6 +133,12 @@ def _imports(name: str, sources: dict[str, str], packages: tuple[str, ...]) -> s
 
 
 @functools.cache
+def _shipped_imports(name: str) -> frozenset[str]:
+    """:func:`_imports` of one module of the shipped package, scanned once per run for every task."""
+    return frozenset(_imports(name, remote_sources(), remote_packages()))
+
+
+@functools.cache
 def task_modules(task: str, isolate: bool = False) -> tuple[str, ...]:
     """Every module a task can import on the host, and the packages above them, sorted.
 
@@ -142,8 +148,6 @@ def task_modules(task: str, isolate: bool = False) -> tuple[str, ...]:
     """
     from introspect.remote.runner import TASKS
 
-    sources = remote_sources()
-    packages = remote_packages()
     todo = [RUNNER] + ([TASKS[task][0]] if task in TASKS else []) + ([SUPERVISOR] if isolate else [])
     needed: set[str] = set()
     while todo:
@@ -151,7 +155,7 @@ def task_modules(task: str, isolate: bool = False) -> tuple[str, ...]:
         if name in needed:
             continue
         needed.add(name)
-        todo.extend(_imports(name, sources, packages) - needed)
+        todo.extend(_shipped_imports(name) - needed)
     for name in list(needed):  # importing a.b.c imports a and a.b first
         parts = name.split(".")
         needed.update(".".join(parts[:i]) for i in range(1, len(parts)))
