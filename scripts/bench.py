@@ -260,14 +260,17 @@ class Series:
                 f"{statistics.median(self.cpu_s):.2f} | {self.machine_cpu:.2f} | {rss} |")
 
 
-def cpu_bound_why(most: Series, one: Series, floor_most: Series, floor_one: Series, hosts: int) -> str:
-    """Why a fleet ratio cannot reach its target here: the work of every host shares this machine's CPUs."""
+def cpu_bound_why(most: Series, one: Series, hosts: int, floors: tuple[Series, Series] | None = None) -> str:
+    """Why a fleet ratio cannot reach its target here: the work of every host shares this machine's CPUs.
+    ``floors``: the same number of bare `ssh host true` at once, and one."""
     cores = os.cpu_count() or 1
     bound = most.machine_cpu / cores / one.median
-    return (f"CPU-bound on loopback: the {hosts}-host run needs {most.machine_cpu:.1f} CPU-s of this machine "
-            f"({hosts} sshd, login shells and remote interpreters, and the controller), so even with perfect "
-            f"overlap it takes ≥ {most.machine_cpu / cores:.2f} s on {cores} CPU(s) = {bound:.1f}× the 1-host "
-            f"wall; {hosts} bare `ssh host true` at once take {floor_most.median / floor_one.median:.1f}× one")
+    why = (f"CPU-bound on loopback: the {hosts}-host run needs {most.machine_cpu:.1f} CPU-s of this machine "
+           f"({hosts} sshd, login shells and remote interpreters, and the controller), so even with perfect "
+           f"overlap it takes ≥ {most.machine_cpu / cores:.2f} s on {cores} CPU(s) = {bound:.1f}× the 1-host wall")
+    if floors is not None:
+        why += f"; {hosts} bare `ssh host true` at once take {floors[0].median / floors[1].median:.1f}× one"
+    return why
 
 
 def alternate(reps: int, variants: Sequence[tuple[Series, Callable[[], Run]]], log: Callable[[str], None]) -> None:
@@ -599,7 +602,7 @@ class Bench:
         self.rows.append(Row(f"4. fleet {what}: {FLEET_SIZES[-1]} hosts / 1 host, wall",
                              f"{ratio:.2f}× ({most.median:.2f} s vs {one.median:.2f} s; "
                              f"{FLEET_SIZES[1]} hosts {series[1][0].median:.2f} s)", "≤ 2×", ratio <= 2,
-                             cpu_bound_why(most, one, floor_most, floor_one, FLEET_SIZES[-1])))
+                             cpu_bound_why(most, one, FLEET_SIZES[-1], (floor_most, floor_one))))
         if mode == "health":
             bench_latency.controller_rows(self, [s for s, _ in series], FLEET_SIZES)
             stats = fleet_stats.get(FLEET_SIZES[-1], {})

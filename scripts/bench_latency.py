@@ -152,7 +152,7 @@ def _relayed(bench: Bench, pool: RelayPool, delay_s: float) -> list[Any]:
 
 
 def bench_latency(bench: Bench, sizes: tuple[int, int] = (1, 32)) -> None:
-    from bench import Row, Series, alternate
+    from bench import Row, Series, alternate, cpu_bound_why
 
     bench.log(f"6. latency: relays in front of every sshd at {', '.join(map(str, RTTS_MS))} ms RTT")
     walls: dict[tuple[str, int], Series] = {}
@@ -177,12 +177,9 @@ def bench_latency(bench: Bench, sizes: tuple[int, int] = (1, 32)) -> None:
                 trips = _round_trips(pool.relays[-len(views):], calls)
     one, most = walls[(f"health, {sizes[0]} host", 20)], walls[(f"health, {sizes[1]} hosts", 20)]
     ratio = most.median / one.median
-    cores = os.cpu_count() or 1
     bench.rows.append(Row(f"6a. `health` at 20 ms RTT: {sizes[1]} hosts / {sizes[0]} host, wall",
                           f"{ratio:.2f}× ({most.median:.2f} s vs {one.median:.2f} s)", "≤ 2×", ratio <= 2,
-                          f"CPU-bound on loopback: the {sizes[1]}-host run needs {most.machine_cpu:.1f} CPU-s of "
-                          f"this machine, ≥ {most.machine_cpu / cores:.2f} s on {cores} CPU(s) = "
-                          f"{most.machine_cpu / cores / one.median:.1f}× the 1-host wall even with perfect overlap"))
+                          cpu_bound_why(most, one, sizes[1])))
     for what, (connections, turns, hosts) in trips.items():
         low, high = walls[(what, 0)].median, walls[(what, 100)].median
         bench.rows.append(Row(f"6b. `{what}`: connections and round trips per host (counted by the relay)",
