@@ -19,16 +19,13 @@ import pytest
 
 from tests.conftest import REPO
 from tests.fixtures.ansible_venv import ansible_venv
-from tests.fixtures.engine_venv import RegistryUnavailable
+from tests.fixtures.engine_venv import venv_or_skip
 from tests.sshd_server import ClientKeys, SSHServer, start_sshd, trust
 
 
 @pytest.fixture(scope="session")
 def ansible_dir() -> Path:
-    try:
-        return ansible_venv()
-    except RegistryUnavailable as exc:
-        pytest.skip(f"ansible-core could not be installed: {exc}")
+    return venv_or_skip(ansible_venv, "ansible-core")
 
 
 @dataclass

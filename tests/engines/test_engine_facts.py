@@ -27,17 +27,14 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import REPO, run_cli
-from tests.fixtures.engine_venv import SGLANG_VERSION, VLLM_VERSION, RegistryUnavailable, engines_venv
+from tests.fixtures.engine_venv import SGLANG_VERSION, VLLM_VERSION, engines_venv, venv_or_skip
 
 pytestmark = pytest.mark.slow
 
 
 @pytest.fixture(scope="module")
 def engines_python() -> Path:
-    try:
-        return engines_venv() / "bin" / "python"
-    except RegistryUnavailable as exc:
-        pytest.skip(f"the pinned engines could not be installed: {exc}")
+    return venv_or_skip(engines_venv, "the pinned engines") / "bin" / "python"
 
 
 @pytest.fixture(scope="module")

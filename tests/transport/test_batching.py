@@ -153,7 +153,7 @@ def test_a_cached_probe_needs_one_session_hit_or_miss(tmp_path: Path) -> None:
 def test_a_long_error_message_arrives_cut_once_with_its_true_size() -> None:
     """The cap is applied once per frame, on the single-task path and in a batch alike."""
     task = "t" * 10000  # an unknown task: its error message names it in full
-    size = len("no such remote task: %r" % task)
+    size = len(f"no such remote task: {task!r}")
     with LocalExecutor() as executor:
         single = executor.run_python(PY, task, {}, timeout=30)
         batched, _ = executor.run_batch(PY, [BatchItem(task, {}, 30), BatchItem("echo", {}, 30)])

@@ -25,7 +25,7 @@ import pytest
 
 from introspect.analysis.profile import build_profile
 from tests.conftest import REPO
-from tests.fixtures.engine_venv import RegistryUnavailable
+from tests.fixtures.engine_venv import venv_or_skip
 from tests.fixtures.kimi_model import build_kimi_model
 from tests.fixtures.torch_venv import torch_venv
 from tests.golden.cases import config_cases
@@ -114,10 +114,7 @@ def _write_cases(root: Path) -> list[dict[str, Any]]:
 
 @pytest.fixture(scope="module")
 def torch_python() -> Path:
-    try:
-        return torch_venv() / "bin" / "python"
-    except RegistryUnavailable as exc:
-        pytest.skip(f"torch=={exc} could not be installed from the package registry")
+    return venv_or_skip(torch_venv, "torch") / "bin" / "python"
 
 
 @pytest.fixture(scope="module")

@@ -17,7 +17,7 @@ import pytest
 
 from introspect.analysis.profile import build_profile
 from introspect.transport.local import LocalExecutor
-from tests.fixtures.engine_venv import RegistryUnavailable
+from tests.fixtures.engine_venv import venv_or_skip
 from tests.fixtures.torch_venv import torch_venv
 from tests.golden.cases import config_raw
 
@@ -69,10 +69,7 @@ def test_a_torch_that_fails_to_import_is_classified_by_the_isolated_child(tmp_pa
 
 
 def test_hanging_model_code_is_killed_at_its_timeout(tmp_path: Path) -> None:
-    try:
-        python = torch_venv() / "bin" / "python"
-    except RegistryUnavailable as exc:
-        pytest.skip(f"torch could not be installed from the package registry: {exc}")
+    python = venv_or_skip(torch_venv, "torch") / "bin" / "python"
     (tmp_path / "config.json").write_text(json.dumps(HANGING_CONFIG), encoding="utf-8")
     (tmp_path / "configuration_hanging.py").write_text(HANGING_CONFIGURATION, encoding="utf-8")
     with LocalExecutor() as executor:

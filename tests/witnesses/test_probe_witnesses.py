@@ -14,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import run_cli, ssh_flags
-from tests.fixtures.engine_venv import RegistryUnavailable
+from tests.fixtures.engine_venv import venv_or_skip
 from tests.fixtures.kimi_model import build_kimi_model
 from tests.fixtures.torch_venv import torch_venv
 
@@ -28,10 +28,7 @@ KIMI_ACTIVE = 31687095808  # 8 x 44,040,192 per expert in 60 MoE layers + everyt
 
 @pytest.fixture(scope="module")
 def probed(sshd, client_keys, tmp_path_factory):
-    try:
-        venv = torch_venv()
-    except RegistryUnavailable as exc:
-        pytest.skip(f"torch could not be installed from the package registry: {exc}")
+    venv = venv_or_skip(torch_venv, "torch")
     root = tmp_path_factory.mktemp("witness")
     model = build_kimi_model(root / "Kimi-K2-Instruct", variant="k2-instruct", model_code="fused")
     raw_file = root / "raw.json"
