@@ -15,6 +15,7 @@ import pytest
 
 from tests.conftest import NEUTRAL_CWD, REPO, assert_clean_error, run_cli, ssh_flags
 from tests.faults.conftest import introspect_processes, pids_alive, tokenizer_model
+from tests.fixtures.engine_venv import cache_root
 from tests.fixtures.venvs import venv_python
 from tests.sshd_server import free_port, start_sshd, trust
 
@@ -280,8 +281,14 @@ def _snapshot(root: Path, depth: int) -> set[str]:
     found: set[str] = set()
     if not root.is_dir():
         return found
+    # The suite's own venv cache (built behind a lock by a parallel worker, maybe during this
+    # test on a fresh machine) is not the probe's doing.
+    cache = cache_root().resolve()
     for dirpath, dirnames, filenames in os.walk(root):
         rel = Path(dirpath).relative_to(root)
+        if Path(dirpath).resolve() == cache:
+            dirnames[:] = []
+            continue
         if len(rel.parts) >= depth:
             dirnames[:] = []
         found.update(str(rel / name) for name in dirnames + filenames)
