@@ -22,6 +22,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from introspect.analysis.findings import Finding, Severity
+from introspect.remote.readers import JSON_CONSTANT_KEY
 
 _LAYERS = 1 << 12  # no released model has more than a few hundred decoder layers
 _WIDTH = 1 << 17  # hidden sizes stop near 2**14 today; 2**17 leaves room and stops garbage
@@ -40,8 +41,14 @@ INT_RULES: dict[str, tuple[int, int]] = {
                      "multi_query_group_num", "num_query_groups"), (1, _HEADS)),
     **dict.fromkeys(("head_dim", "attention_head_dim", "kv_channels", "d_head"), (1, _HEADS)),
     **dict.fromkeys(("intermediate_size", "n_inner", "ffn_hidden_size", "d_ff", "ffn_dim",
-                     "moe_intermediate_size", "expert_intermediate_size", "moe_ffn_hidden_size",
-                     "shared_expert_intermediate_size"), (1, _FFN)),
+                     "moe_intermediate_size", "expert_intermediate_size", "moe_ffn_hidden_size"), (1, _FFN)),
+    # A shared expert's width may be 0, which every config class declaring it accepts (a plain
+    # `int` field): Qwen2MoeConfig, Qwen3NextConfig, Qwen3_5MoeConfig shared_expert_intermediate_size,
+    # GraniteMoeHybridConfig / GraniteMoeSharedConfig shared_intermediate_size (the latter's default
+    # is 0: configuration_granitemoeshared.py), NemotronHConfig moe_shared_expert_intermediate_size.
+    # What 0 builds is read in moe._shared, family by family.
+    **dict.fromkeys(("shared_expert_intermediate_size", "shared_intermediate_size",
+                     "moe_shared_expert_intermediate_size"), (0, _FFN)),
     **dict.fromkeys(("vocab_size", "n_vocab", "padded_vocab_size"), (1, _VOCAB)),
     **dict.fromkeys(("max_position_embeddings", "n_positions", "n_ctx", "max_sequence_length",
                      "seq_length", "max_seq_len"), (1, _CONTEXT)),
@@ -76,12 +83,34 @@ DEPENDENTS: dict[str, tuple[str, ...]] = {
 }
 
 
+# transformers 5 writes a non-finite float as {"__float__": "Infinity"} and reads it back as the float
+# (configuration_utils.py to_json_string line 1329, _decode_special_floats lines 1167-1178); the
+# probe sends a bare NaN / Infinity of config.json as {JSON_CONSTANT_KEY: "Infinity"} (remote/readers.py).
+FLOAT_TAG = "__float__"
+CONSTANTS = ("NaN", "Infinity", "-Infinity")
+
+
+def non_finite(value: Any) -> str | None:
+    """``"NaN"`` / ``"Infinity"`` / ``"-Infinity"`` when ``value`` stands for a float transformers
+    reads as non-finite (a float, either marker), else None."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return "NaN" if math.isnan(value) else "Infinity" if value > 0 else "-Infinity"
+    if isinstance(value, dict) and len(value) == 1:
+        key, name = next(iter(value.items()))
+        if key in (JSON_CONSTANT_KEY, FLOAT_TAG) and name in CONSTANTS:
+            return str(name)
+    return None
+
+
 def _rule(key: str, model_type: str | None) -> tuple[int, int] | None:
     family = FAMILY_RULES.get(model_type or "", {})
     return family.get(key, INT_RULES.get(key))
 
 
 def kind_of(value: Any) -> str:
+    constant = non_finite(value)
+    if constant is not None:
+        return constant
     if isinstance(value, bool):
         return "a boolean"
     if isinstance(value, str):
@@ -104,10 +133,10 @@ def _numeric_text(text: str) -> bool:
 def check_number(key: str, value: Any, model_type: str | None, want_int: bool) -> str | None:
     """Why ``value`` cannot stand for ``key`` (None when it can). Type, finiteness and the
     key's plausible range; the getter applies its own range afterwards."""
+    if non_finite(value) is not None:
+        return "not a finite number"
     if isinstance(value, bool) or not isinstance(value, (int, float)):
         return f"{kind_of(value)}, not a number"
-    if isinstance(value, float) and not math.isfinite(value):
-        return "not a finite number"
     if want_int and isinstance(value, float) and not value.is_integer():
         return "not a whole number"
     rule = _rule(key, model_type)
@@ -118,6 +147,9 @@ def check_number(key: str, value: Any, model_type: str | None, want_int: bool) -
 
 def show(value: Any, limit: int = 60) -> str:
     """A short JSON-ish rendering of a bad value for a message."""
+    constant = non_finite(value)
+    if constant is not None:
+        return constant
     try:
         text = json.dumps(value, allow_nan=False)
     except (TypeError, ValueError):
@@ -155,3 +187,33 @@ def invalid_findings(invalid: Mapping[str, tuple[Any, str]], voided: Mapping[str
             f"correct {key.rsplit('.', 1)[-1]} in config.json (a plain JSON number), or re-download the file",
             {"key": key, "value": show(value), "reason": reason, "file": where, "voids": figures}))
     return out
+
+
+def bare_constants(value: Any, path: str = "") -> list[tuple[str, str]]:
+    """``[(key path, constant)]`` of every bare NaN / Infinity the probe marked in a config, in file order."""
+    if isinstance(value, dict):
+        if set(value) == {JSON_CONSTANT_KEY}:
+            return [(path, str(value[JSON_CONSTANT_KEY]))]
+        return [found for key, item in value.items() for found in bare_constants(item, f"{path}.{key}" if path else key)]
+    if isinstance(value, list):
+        return [found for index, item in enumerate(value) for found in bare_constants(item, f"{path}[{index}]")]
+    return []
+
+
+def constant_findings(config: Mapping[str, Any], config_path: str | None) -> list[Finding]:
+    """One warning for a config.json that holds bare NaN / Infinity constants: Python's json and
+    transformers read them (as floats), strict JSON parsers refuse the whole file. Only a key a
+    verdict needs as a number is rejected, by :func:`check_number`, with its own finding."""
+    found = bare_constants(config)
+    if not found:
+        return []
+    where = config_path or "config.json"
+    listed = ", ".join(f"{key} = {constant}" for key, constant in found[:5])
+    more = f" and {len(found) - 5} more" if len(found) > 5 else ""
+    return [Finding(
+        Severity.WARNING, "config-not-strict-json",
+        f"{where} is not strict JSON: {listed}{more}; Python's json and transformers read these as floats, "
+        "strict JSON parsers (Rust, Go, JavaScript, jq) refuse the whole file",
+        "nothing to change for transformers; for strict JSON readers, re-save the config with transformers 5, "
+        'which writes such a value as {"__float__": "Infinity"}',
+        {"keys": [key for key, _constant in found], "file": where})]

@@ -18,7 +18,7 @@ import math
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from introspect.analysis.config_checks import check_number, kind_of
+from introspect.analysis.config_checks import check_number, kind_of, non_finite
 from introspect.remote.contract import WRAPPER_TEXT_CONFIG_KEYS
 
 # Bounds that keep arithmetic and list building cheap whatever the file says.
@@ -239,7 +239,7 @@ class ConfigView:
     def get_dict(self, *keys: str) -> dict[str, Any] | None:
         for key in keys:
             where, value = self.lookup(key)
-            if isinstance(value, dict):
+            if isinstance(value, dict) and non_finite(value) is None:  # a NaN / Infinity marker is no block
                 self.evidence.setdefault(where or key, "{...}")
                 return value
         return None

@@ -12,7 +12,13 @@ from __future__ import annotations
 from typing import Any
 
 from introspect.analysis.attention import empty_attention
-from introspect.analysis.config_checks import invalid_findings, invalid_keys, show, voided_sections
+from introspect.analysis.config_checks import (
+    constant_findings,
+    invalid_findings,
+    invalid_keys,
+    show,
+    voided_sections,
+)
 from introspect.analysis.config_view import ConfigView
 from introspect.analysis.findings import Finding, Severity
 from introspect.analysis.layers import LayerLayout
@@ -46,6 +52,7 @@ def void_dependents(
     invalid = invalid_keys(view.rejected, view.accepted)
     voided = voided_sections(view.touched, invalid)
     findings += invalid_findings(invalid, voided, config_path)
+    findings += constant_findings(view.parent or view.data, config_path)  # parent: the wrapper, when nested
     findings += _geometry_gap(arch, layout, voided)
     if not voided and not invalid:
         return layout, estimate

@@ -136,25 +136,43 @@ def _sparse_layers(
 
 
 def _shared(view: ConfigView, family: Family, expert_width: int | None) -> tuple[int, int, bool]:
-    """(number of shared experts, their total intermediate size, has Qwen's shared gate)."""
+    """(number of shared experts, their total intermediate size, has Qwen's shared gate).
+
+    A width or count of 0 is a valid config value, never an error: what it builds is the
+    modeling code's, read below key by key."""
     if family.shared_expert_key is not None:
-        width = positive(view.get_int(family.shared_expert_key))
+        width = view.get_int(family.shared_expert_key)
         if width is not None:
-            return 1, width, False
+            # 0: GraniteMoeHybridMLP(shared_intermediate_size=0) is two 0-wide Linears, no weight
+            # (transformers modeling_granitemoehybrid.py GraniteMoeHybridMLP.__init__, lines 759-763);
+            # GraniteMoeShared builds none at all (modeling_granitemoeshared.py line 344).
+            return (1, width, False) if width > 0 else (0, 0, False)
     if family.implicit_shared_expert:
         # Llama-4 (modeling_llama4.py Llama4TextMoe): one shared expert of intermediate_size, no key says so.
         width = positive(view.get_int("intermediate_size"))
         return (1, width, False) if width is not None else (0, 0, False)
     count = view.get_int(*SHARED_COUNT_KEYS)
-    qwen_width = positive(view.get_int("shared_expert_intermediate_size"))
-    nemotron_width = positive(view.get_int("moe_shared_expert_intermediate_size"))
+    qwen_width = view.get_int("shared_expert_intermediate_size")
+    nemotron_width = view.get_int("moe_shared_expert_intermediate_size")
     if qwen_width is not None and not count:
-        # Qwen2-MoE / Qwen3-Next: no count key; one shared expert implied by its width.
-        return 1, qwen_width, True
+        # Qwen2-MoE / Qwen3-Next: no count key; one shared expert implied by its width. Width 0:
+        # Qwen2MoeMLP(intermediate_size=0) keeps the 0 (modeling_qwen2_moe.py line 127, the same in
+        # modeling_qwen3_next.py line 777 and Qwen3_5MoeMLP line 842): three 0-wide Linears, no weight,
+        # no output. Its shared_expert_gate (Linear(hidden_size, 1), modeling_qwen2_moe.py line 338)
+        # then scales nothing and is left out with the expert: the same key at 0 also sits in Qwen3-MoE
+        # configs, whose modeling_qwen3_moe.py builds no shared expert (nor gate) at all.
+        return (1, qwen_width, True) if qwen_width > 0 else (0, 0, False)
     if nemotron_width is not None:
-        return count if count is not None else 1, nemotron_width, False
+        # NemotronHMoE always builds one NemotronHMLP(intermediate_size=moe_shared_expert_intermediate_size)
+        # (modeling_nemotron_h.py line 733) and never reads n_shared_experts; NemotronHMLP takes
+        # `intermediate_size or config.intermediate_size` (line 644), so 0 is a shared expert of
+        # intermediate_size, not none.
+        width = nemotron_width or positive(view.get_int("intermediate_size"))
+        return (1, width, False) if width else (0, 0, False)
     if count:
         return count, count * (expert_width or 0), False
+    # 0 (or no count): DeepseekV3MLP(intermediate_size=moe_intermediate_size * 0) keeps the 0
+    # (modeling_deepseek_v3.py lines 109 and 211): 0-wide Linears, no weight.
     return 0, 0, False
 
 

@@ -15,7 +15,7 @@ import math
 import os
 import re
 import stat
-from typing import Any, Optional, Tuple
+from typing import Any, Dict, Optional, Tuple
 
 from .contract import DEFAULT_JSON_CAP, ErrorRecord, error_record
 
@@ -38,9 +38,28 @@ class NotRegularFile(OSError):
     """A FIFO, socket or device where a file was expected: never opened for reading."""
 
 
+# transformers reads config.json with a plain json.loads (configuration_utils.py
+# PreTrainedConfig._dict_from_json_file, line 1137), whose default parse_constant makes a bare
+# NaN, Infinity or -Infinity a float. Real configs carry them: Mamba2Config, NemotronHConfig,
+# BambaConfig, FalconH1Config and GraniteMoeHybridConfig default time_step_limit to (0.0, inf),
+# which transformers 4's json.dumps wrote as [0.0, Infinity] (nvidia/Nemotron-H-8B-Base-8K). Such a
+# file is read as transformers reads it; the value travels as {JSON_CONSTANT_KEY: "Infinity"}, so
+# the reply stays strict JSON and the controller can name the key (analysis/config_checks.py).
+# transformers 5 itself writes {"__float__": "Infinity"} (configuration_utils.py to_json_string, line 1329).
+JSON_CONSTANT_KEY = "__json_constant__"
+# The files read that way, by name; any other file (tokenizer.json is read by the tokenizers
+# library's serde_json, which refuses the constants) keeps refusing them as malformed.
+CONSTANT_FILES = ("config.json",)
+
+
 def reject_constant(name: str) -> float:
-    # json accepts NaN/Infinity by default; config.json with NaN is malformed data.
+    # json accepts NaN/Infinity by default; outside CONSTANT_FILES that is malformed data.
     raise ValueError("non-standard JSON constant %s" % name)
+
+
+def keep_constant(name: str) -> Dict[str, str]:
+    """The marker a bare NaN / Infinity / -Infinity of a CONSTANT_FILES file travels as."""
+    return {JSON_CONSTANT_KEY: name}
 
 
 def open_regular(path: str) -> "io.BufferedReader":
@@ -128,15 +147,16 @@ def _position(text: str, exc: ValueError) -> str:
     return str(exc)
 
 
-def parse_json_text(text: str, path: str, want_object: bool = True,
-                    depth: int = MAX_JSON_DEPTH) -> Tuple[Any, Optional[ErrorRecord]]:
-    """Parse JSON text read from ``path``: not JSON (reason, line, column), too deep, wrong type."""
+def parse_json_text(text: str, path: str, want_object: bool = True, depth: int = MAX_JSON_DEPTH,
+                    constants: bool = False) -> Tuple[Any, Optional[ErrorRecord]]:
+    """Parse JSON text read from ``path``: not JSON (reason, line, column), too deep, wrong type.
+    ``constants``: a bare NaN / Infinity / -Infinity is kept as a :func:`keep_constant` marker."""
     if not text.strip():
         return None, error_record("malformed-json", "%s is not valid JSON: the file is empty" % path, path)
     if nesting_too_deep(text, depth):
         return None, error_record("too-deep", "%s is nested deeper than %d levels; not parsed" % (path, depth), path)
     try:
-        value = json.loads(text, parse_constant=reject_constant)
+        value = json.loads(text, parse_constant=keep_constant if constants else reject_constant)
     except RecursionError:
         return None, error_record("too-deep", "%s is nested too deeply to parse" % path, path)
     except ValueError as exc:
@@ -154,27 +174,31 @@ def _json_type(value: Any) -> str:
 
 
 def read_json_file(
-    path: str, cap: int = DEFAULT_JSON_CAP, want_object: bool = True
+    path: str, cap: int = DEFAULT_JSON_CAP, want_object: bool = True, constants: Optional[bool] = None
 ) -> Tuple[Any, Optional[ErrorRecord], Optional[ErrorRecord]]:
     """``(value, error, warning)`` of a JSON file: missing, unreadable, not a regular file, too
     large, not UTF-8, too deep, not JSON (with position) and wrong top-level type are errors;
-    a BOM-marked or UTF-16 file is read and comes with a warning record."""
+    a BOM-marked or UTF-16 file is read and comes with a warning record. ``constants`` (by
+    default: the file is one of CONSTANT_FILES) keeps NaN / Infinity as markers."""
     raw, err = read_bytes_capped(path, cap)
     if raw is None:
         return None, err, None
     text, note, bad = decode_text(raw)
     if text is None:
         return None, error_record("not-utf8", "%s is not UTF-8 (byte %d)" % (path, bad or 0), path), None
-    value, err = parse_json_text(text, path, want_object)
+    if constants is None:
+        constants = os.path.basename(path) in CONSTANT_FILES
+    value, err = parse_json_text(text, path, want_object, constants=constants)
     warning = error_record("encoding", "%s %s" % (path, note), path) if note and err is None else None
     return value, err, warning
 
 
 def read_json_capped(
-    path: str, cap: int = DEFAULT_JSON_CAP, want_object: bool = True
+    path: str, cap: int = DEFAULT_JSON_CAP, want_object: bool = True, constants: Optional[bool] = None
 ) -> Tuple[Any, Optional[ErrorRecord]]:
-    """Parse a JSON file; refuse files above ``cap``, NaN, deep nesting and (by default) non-objects."""
-    value, err, _warning = read_json_file(path, cap, want_object)
+    """Parse a JSON file; refuse files above ``cap``, deep nesting, (by default) non-objects and
+    NaN / Infinity outside CONSTANT_FILES."""
+    value, err, _warning = read_json_file(path, cap, want_object, constants)
     return value, err
 
 

@@ -3,7 +3,8 @@
 Two generators, both deterministic (``derandomize``) and run in-process through ``main()``:
 
 - a real config (tests/data/realconfigs) placed in a saved raw file, with one number a
-  verdict reads made unusable (quoted, 0, -1, 1.5, 1e308, 10**30, a list, ``true``);
+  verdict reads made unusable (quoted, 0, -1, 1.5, 1e308, 10**30, a list, ``true``, a NaN /
+  Infinity marker);
 - a saved raw file (tests/data/golden/raw) with one node anywhere replaced by damage
   (a list where a string belongs, a 5,000-deep array, NaN, 1e400, an object, null).
 
@@ -29,14 +30,17 @@ from hypothesis import strategies as st
 from introspect.analysis.config_checks import INT_RULES
 from introspect.cli.main import main
 from introspect.remote.contract import WRAPPER_TEXT_CONFIG_KEYS
+from introspect.remote.readers import JSON_CONSTANT_KEY
 
 DATA = Path(__file__).resolve().parents[1] / "data"
 CONFIGS = {p.parent.name: json.loads(p.read_text()) for p in sorted((DATA / "realconfigs").glob("*/config.json"))}
 RAWS = {p.stem: p.read_text() for p in sorted((DATA / "golden" / "raw").glob("*.json"))}
 TEMPLATE = json.loads(RAWS["kimi-k2.6-loaded"])
 
-# Values no integer config key accepts (the getters' own floor is 0, their ceiling 10**12).
-ALWAYS_BAD = ["quoted", -1, 1.5, 1e308, 10**30, "list", True]
+# Values no integer config key accepts (the getters' own floor is 0, their ceiling 10**12), and a
+# non-finite number as it reaches the controller: a bare Infinity of config.json as the probe marks it
+# (remote/readers.py), NaN as transformers 5 writes it (configuration_utils.py _encode_special_floats).
+ALWAYS_BAD = ["quoted", -1, 1.5, 1e308, 10**30, "list", True, {JSON_CONSTANT_KEY: "Infinity"}, {"__float__": "NaN"}]
 SETTINGS = settings(max_examples=150, derandomize=True, deadline=None, database=None,
                     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
 

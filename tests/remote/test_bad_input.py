@@ -36,8 +36,6 @@ def _config_errors(model_dir: Path, content: bytes) -> tuple[dict, list[dict]]:
     (b"[1, 2, 3]", "wrong-type", "holds a JSON array"),
     (b'"a string"', "wrong-type", "holds a JSON string"),
     (b"null", "wrong-type", "holds a JSON null"),
-    (b'{"rope_theta": NaN}', "malformed-json", "NaN"),
-    (b'{"x": Infinity}', "malformed-json", "Infinity"),
     (b'{"name": "caf\xe9"}', "not-utf8", "UTF-8"),
     (b"\xff\xfe{\x00\xff", "not-utf8", "UTF-8"),  # UTF-16 by its BOM, but an odd byte count
     (b"[" * 100000, "too-deep", "nested deeper than 64 levels"),  # never handed to the recursive parser
@@ -48,6 +46,17 @@ def test_bad_config_json(model_dir: Path, content: bytes, kind: str, words: str)
     assert words in errors[0]["message"]
     assert errors[0]["path"] == str(model_dir / "config.json")
     assert errors[0]["probe"] == "files"
+
+
+def test_nan_and_infinity_in_config_json_are_read_not_errors(model_dir: Path) -> None:
+    # Python's json and transformers read them (configuration_utils.py _dict_from_json_file, line 1137);
+    # the facts carry a strict-JSON marker the controller names (tests/remote/test_validators_constants.py).
+    (model_dir / "config.json").write_bytes(b'{"model_type": "llama", "rope_theta": NaN, "x": [Infinity]}')
+    facts, errors = collect_files(str(model_dir), json_cap=CAP)
+    assert errors == []
+    assert facts["config"]["rope_theta"] == {"__json_constant__": "NaN"}
+    assert facts["config"]["x"] == [{"__json_constant__": "Infinity"}]
+    json.dumps(facts, allow_nan=False)
 
 
 def test_config_above_cap_is_refused_unread(model_dir: Path) -> None:

@@ -13,7 +13,13 @@ from pathlib import Path
 import pytest
 
 from introspect.errors import ProtocolError
-from introspect.remote.readers import MAX_JSON_DEPTH, read_json_file, read_text_capped, sha256_file
+from introspect.remote.readers import (
+    JSON_CONSTANT_KEY,
+    MAX_JSON_DEPTH,
+    read_json_file,
+    read_text_capped,
+    sha256_file,
+)
 from introspect.transport.shipping import parse_reply
 
 GOOD = {"model_type": "llama", "num_hidden_layers": 3}
@@ -24,7 +30,6 @@ GOOD = {"model_type": "llama", "num_hidden_layers": 3}
     (b'{"a": 1}\n{"b": 2}', "malformed-json", "Extra data at line 2 column 1"),
     (b'{"a": 1,\n "b": ', "malformed-json", "Expecting value at line 2 column 7"),
     (b'{"a": "x\x00y"}', "malformed-json", "Invalid control character at line 1 column 9"),
-    (b'{"a": 1,\n  "b": NaN}', "malformed-json", "NaN at line 2 column 8"),
     (b"42", "wrong-type", "holds a JSON number"),
     (b'"x"', "wrong-type", "holds a JSON string"),
     (b"[" * 5000 + b"]" * 5000, "too-deep", f"deeper than {MAX_JSON_DEPTH} levels"),
@@ -37,6 +42,30 @@ def test_each_way_of_not_being_a_json_object(tmp_path: Path, content: bytes, kin
     assert value is None and warning is None
     assert err is not None and err["type"] == kind, err
     assert words in err["message"] and str(path) in err["message"]
+
+
+def test_nan_outside_config_json_is_malformed_with_its_position(tmp_path: Path) -> None:
+    # Only config.json is read in Python's dialect (readers.CONSTANT_FILES); tokenizer.json is read by
+    # the tokenizers library's serde_json, which refuses a bare NaN.
+    path = tmp_path / "tokenizer.json"
+    path.write_bytes(b'{"a": 1,\n  "b": NaN}')
+    value, err, warning = read_json_file(str(path))
+    assert value is None and warning is None
+    assert err is not None and err["type"] == "malformed-json"
+    assert "NaN at line 2 column 8" in err["message"] and str(path) in err["message"]
+
+
+def test_nan_and_infinity_in_config_json_are_kept_as_markers(tmp_path: Path) -> None:
+    # transformers configuration_utils.py PreTrainedConfig._dict_from_json_file (line 1137): json.loads
+    # with its default parse_constant, so a bare NaN / Infinity / -Infinity is a float there.
+    path = tmp_path / "config.json"
+    path.write_bytes(b'{"time_step_limit": [0.0, Infinity], "a": NaN, "b": {"c": -Infinity}}')
+    value, err, warning = read_json_file(str(path))
+    assert err is None and warning is None
+    assert value == {"time_step_limit": [0.0, {JSON_CONSTANT_KEY: "Infinity"}], "a": {JSON_CONSTANT_KEY: "NaN"},
+                     "b": {"c": {JSON_CONSTANT_KEY: "-Infinity"}}}
+    json.dumps(value, allow_nan=False)  # the marker is strict JSON on the wire
+    assert read_json_file(str(path), constants=False)[1]["type"] == "malformed-json"
 
 
 def test_brackets_inside_strings_do_not_count_as_nesting(tmp_path: Path) -> None:
