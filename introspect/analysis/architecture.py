@@ -20,6 +20,7 @@ from introspect.analysis.family_findings import family_findings
 from introspect.analysis.findings import Finding, Severity
 from introspect.analysis.kv_cache import analyze_kv_cache, model_dtype
 from introspect.analysis.layers import LayerLayout, analyze_layers, count_layers
+from introspect.analysis.layout_unknown import layout_unknown
 from introspect.analysis.moe import analyze_moe, empty_moe
 from introspect.analysis.params import ParamEstimate, estimate_params
 from introspect.analysis.quantization import analyze_quantization
@@ -156,6 +157,7 @@ def _analyze(
     arch["confirmed_by_weights"], layer_findings = confirm_layers(arch, safetensors)
     findings.extend(layer_findings)
     findings.extend(family_findings(view, model_type, text_type, layout))
+    findings.extend(layout_unknown(arch, view, layout))
     if not is_known(model_type, text_type) and not view.present("ssm_cfg", "attn_cfg"):
         arch["confidence"] = low_confidence(model_type, text_type)
     arch["summary"] = summary(arch, layout)

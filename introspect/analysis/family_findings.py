@@ -42,10 +42,6 @@ def family_findings(
             Severity.INFO, "unknown-family",
             f"model_type {text_type or model_type or '(missing)'!r} is not a family introspect knows; "
             f"answers come from the generic keys. Config keys not understood: {named}"))
-    if layout.unknown:
-        out.append(Finding(
-            Severity.INFO, "unknown-layer-type",
-            f"layer types not understood (counted as full attention): {', '.join(layout.unknown[:10])}"))
     if not layout.pattern:
         out.append(Finding(
             Severity.WARNING, "layers-unknown",

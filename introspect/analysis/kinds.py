@@ -19,3 +19,7 @@ CHUNKED = "chunked_attention"
 RWKV = "rwkv"
 CSA = "compressed_sparse_attention"
 HCA = "heavily_compressed_attention"
+# Read off a built model only (the meta-device witness): attention over another input (an image, an
+# encoder) whose K/V are cached once per sequence, not per token; a recurrent mixer of no known kind.
+CROSS = "cross_attention"
+RECURRENT = "recurrent"

@@ -22,6 +22,13 @@ __all__ = ["CHUNKED", "FULL", "GDN", "KDA", "LINEAR", "MAMBA", "MAMBA2", "MLP", 
            "analyze_layers", "canonical_kind", "count_layers", "recurrent_kind"]
 
 
+# The readings of a config that names no layout the rules know: right for a uniform family,
+# a guess for any other (introspect.analysis.layout_unknown decides which).
+ALL_FULL = "num_hidden_layers (no layout keys: all full attention)"
+ALL_SLIDING = "sliding_window"
+FALLBACK_SOURCES = frozenset({ALL_FULL, ALL_SLIDING})
+
+
 @dataclass
 class LayerLayout:
     """The per-layer mixer kinds and where they were read from."""
@@ -81,7 +88,7 @@ def _from_names(names: list[str], recurrent: str, source: str) -> LayerLayout:
         kind = canonical_kind(name, recurrent)
         if kind is None:
             unknown.append(name)
-            kind = FULL  # best effort: an unknown mixer is most likely attention
+            kind = FULL  # a placeholder: layout_unknown nulls the verdicts that rest on it
         pattern.append(kind)
     return LayerLayout(pattern, source, sorted(set(unknown)))
 
@@ -129,7 +136,7 @@ def _sliding_layout(
         # Qwen2: only layers from max_window_layers on use the window.
         first = view.get_int("max_window_layers", maximum=MAX_LAYERS) or 0
         return LayerLayout([SLIDING if i >= first else FULL for i in range(n)], "max_window_layers")
-    return LayerLayout([SLIDING] * n, "sliding_window")
+    return LayerLayout([SLIDING] * n, ALL_SLIDING)
 
 
 def _ssm_only(view: ConfigView, family: Family, n: int) -> LayerLayout | None:
@@ -197,7 +204,7 @@ def analyze_layers(view: ConfigView, family: Family, max_context: int | None) ->
     sliding = _sliding_layout(view, family, n, max_context)
     if sliding is not None:
         return sliding
-    return LayerLayout([FULL] * n, "num_hidden_layers (no layout keys: all full attention)")
+    return LayerLayout([FULL] * n, ALL_FULL)
 
 
 def _compressed_layout(view: ConfigView, n: int) -> LayerLayout | None:

@@ -30,6 +30,7 @@ from introspect.analysis import mixer_math as math_
 from introspect.analysis.kinds import (
     CHUNKED,
     CONV,
+    CROSS,
     CSA,
     FULL,
     GDN,
@@ -39,6 +40,7 @@ from introspect.analysis.kinds import (
     MAMBA,
     MAMBA2,
     MLP,
+    RECURRENT,
     RWKV,
     SLIDING,
 )
@@ -103,6 +105,11 @@ MIXERS: dict[str, Mixer] = {
               params=math_.rwkv_params),
         # LFM2's gated short convolution: a fixed state, no KV.
         Mixer(CONV, "conv", names=("conv",), recurrent=True),
+        # transformers modeling_mllama.py MllamaTextCrossAttention: K/V of the image, computed once per
+        # request (vLLM v1 kv_cache_interface.py CrossAttentionSpec), nothing per generated token.
+        Mixer(CROSS, "cross-attention (K/V of the image/encoder, per sequence)"),
+        # A mixer the built model shows to keep a state (A_log, dt_bias, conv1d, decay ...) of no known kind.
+        Mixer(RECURRENT, "recurrent mixer (kind not identified)", recurrent=True),
         # Nemotron-H "-"/"E" blocks: an FFN only, no token mixing.
         Mixer(MLP, "MLP-only", names=("moe", "mlp")),
     )

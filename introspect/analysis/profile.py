@@ -13,6 +13,7 @@ from collections.abc import Callable
 from typing import Any
 
 from introspect.analysis.architecture import architecture_section
+from introspect.analysis.config_witness import class_config, settle_with_class
 from introspect.analysis.findings import Finding, Severity
 from introspect.analysis.raw_findings import error_findings, missing_module_findings
 from introspect.analysis.raw_guard import guarded, repair_raw
@@ -105,12 +106,10 @@ def analyze(raw: RawFacts | dict[str, Any]) -> Profile:
     environment = guarded("environment", lambda: environment_section(raw), lambda: environment_section({}), damage)
 
     config = files.get("config")
-    architecture, arch_findings = architecture_section(
-        config, config_path=(files.get("model_path") or "") + "/config.json" if config is not None else None,
-        safetensors=raw.get("safetensors") if isinstance(raw.get("safetensors"), dict) else None,
-        drafters=raw.get("drafters") if isinstance(raw.get("drafters"), list) else None,
-        config_error=config_error(raw.get("errors")))
+    architecture, arch_findings = _architecture(raw, files, config)
     arch_findings += guarded("witnesses", lambda: apply_witnesses(architecture, raw), no_findings, damage)
+    if as_dict(architecture.get("layers")).get("understood") is not False:  # a witness settled the layout
+        arch_findings = [f for f in arch_findings if f.code != "layout-unknown"]
     tokenizer, tok_findings = guarded("tokenizer", lambda: tokenizer_section(
         as_dict(raw.get("tokenizer_files")),
         raw.get("tokenizer_probe") if isinstance(raw.get("tokenizer_probe"), dict) else None,
@@ -133,6 +132,20 @@ def analyze(raw: RawFacts | dict[str, Any]) -> Profile:
         target=target, environment=environment, architecture=architecture, tokenizer=tokenizer,
         files=files_section, serving=serving, findings=_dedupe(damage + findings), timings=timings,
         cache=as_dict(raw.get("cache")) or None, settings=as_dict(raw.get("settings")) or None)
+
+
+def _architecture(raw: dict[str, Any], files: dict[str, Any], config: Any) -> tuple[dict[str, Any], list[Finding]]:
+    """The config rules on config.json, then on the config class's own view of it when the host gave one."""
+    path = (files.get("model_path") or "") + "/config.json" if config is not None else None
+    safetensors = raw.get("safetensors") if isinstance(raw.get("safetensors"), dict) else None
+    drafters = raw.get("drafters") if isinstance(raw.get("drafters"), list) else None
+    read = architecture_section(config, config_path=path, safetensors=safetensors, drafters=drafters,
+                                config_error=config_error(raw.get("errors")))
+    derived = class_config(raw)
+    if derived is None or not isinstance(config, dict):
+        return read
+    by_class = architecture_section(derived, config_path=path, safetensors=safetensors, drafters=drafters)
+    return settle_with_class(read, by_class, raw)
 
 
 def _findings(

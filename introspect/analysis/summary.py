@@ -6,6 +6,7 @@ from typing import Any
 
 from introspect.analysis.layers import LayerLayout
 from introspect.analysis.mixers import attention_words, words
+from introspect.remote.contract import as_dict
 
 
 def human(n: int | float | None) -> str:
@@ -28,7 +29,9 @@ def _drafter_words(drafter: dict[str, Any]) -> str:
     return f"{drafter.get('kind')}{extra} at {drafter.get('path')}"
 
 
-def _mixers(layout: LayerLayout) -> str:
+def _mixers(layout: LayerLayout, understood: bool = True) -> str:
+    if not understood:
+        return "unknown: the layer layout was not understood (see the layout-unknown finding)"
     kinds = layout.kinds
     listing = ", ".join(f"{count} {words(kind)}" for kind, count in kinds.items())
     if not kinds:
@@ -76,6 +79,17 @@ def _speculative(spec: dict[str, Any]) -> str:
     return out + "; no drafter found beside the model"
 
 
+def resummarise_layers(arch: dict[str, Any]) -> None:
+    """The mixers and attention lines again, after a witness settled the layer kinds."""
+    section, out = as_dict(arch.get("layers")), arch.get("summary")
+    pattern = section.get("pattern")
+    if not isinstance(out, dict) or not isinstance(pattern, list):
+        return
+    layout = LayerLayout([str(k) for k in pattern], section.get("source"))
+    out["mixers"] = _mixers(layout) + f" (source: {section.get('settled_by')})"
+    out["attention"] = _attention(arch["attention"], layout, arch.get("kv_cache"))
+
+
 def summary(arch: dict[str, Any], layout: LayerLayout) -> dict[str, str]:
     """``architecture.summary``: mixers, attention, experts, size, speculative."""
     params = arch["params"]
@@ -83,8 +97,9 @@ def summary(arch: dict[str, Any], layout: LayerLayout) -> dict[str, str]:
         f"{arch['num_layers']} layers; {human(params['total'])} parameters total, "
         f"{human(params['active'])} active per token (source: {params['source']})"
     )
+    understood = as_dict(arch.get("layers")).get("understood") is not False
     out = {
-        "mixers": _mixers(layout),
+        "mixers": _mixers(layout, understood),
         "attention": _attention(arch["attention"], layout, arch.get("kv_cache")),
         "experts": _experts(arch["moe"]),
         "size": size,

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from introspect.analysis.code_settle import settle_layers_from_code
 from introspect.analysis.findings import Finding, Severity, pip_fix
 from introspect.analysis.kinds import SLIDING
 from introspect.analysis.mixers import RECURRENT_KINDS
@@ -94,6 +95,8 @@ def _apply(arch: dict[str, Any], raw: dict[str, Any]) -> list[Finding]:
     layers = arch.get("layers")
     if isinstance(layers, dict):
         findings += _settle_layers(layers, arch, raw, code)
+        if code is not None and code.get("status") == "built":
+            findings += settle_layers_from_code(arch, as_dict(raw.get("model_code_probe")))
     return findings
 
 

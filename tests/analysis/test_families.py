@@ -103,7 +103,9 @@ def test_family(path: Path) -> None:
         case["config"], config_path=f"{path.stem}/config.json", drafters=case.get("drafters")
     )
 
-    assert not [f for f in findings if f["severity"] == "error"], findings
+    # Errors only where the case expects them ("unknown" is an error: the verdicts it voids are not stated).
+    assert not [f for f in findings if f["severity"] == "error" and f["code"] not in expected.get("findings", [])], \
+        findings
     assert sorted(f["code"] for f in findings) == sorted(expected.get("findings", [])), findings
     for word in expected.get("finding_mentions", []):
         assert any(word in f["message"] for f in findings), (word, findings)

@@ -57,11 +57,65 @@ def _child(layer: Any, names: tuple) -> List[Any]:
     return found
 
 
-def _mixers(layer: Any) -> List[Any]:
+SUBLAYER_RE = re.compile(r"(layer|block)$", re.IGNORECASE)
+
+
+def _mixers(layer: Any, nested: bool = False) -> List[Any]:
     mixers = _child(layer, MIXER_ATTRS)
     if mixers:
         return mixers
+    if not nested:
+        # A layer made of whole sub-layers (modeling_zamba2.py Zamba2HybridLayer: a mamba_decoder and the
+        # shared_transformer block side by side): the mixers of each.
+        for _, child in layer.named_children():
+            if SUBLAYER_RE.search(type(child).__name__):
+                mixers.extend(_mixers(child, True))
+        if mixers:
+            return mixers
     return [m for _, m in layer.named_children() if MIXER_CLASS_RE.search(type(m).__name__)][:1]
+
+
+# Numbers the attention modules of transformers keep on themselves (modeling_llama.py LlamaAttention sets
+# head_dim, num_key_value_groups; DeepseekV3Attention kv_lora_rank, qk_rope_head_dim ...).
+GEOMETRY_ATTRS = ("head_dim", "num_heads", "num_attention_heads", "num_key_value_heads", "num_kv_heads",
+                  "num_key_value_groups", "kv_lora_rank", "qk_rope_head_dim", "qk_nope_head_dim", "v_head_dim",
+                  "sliding_window", "attention_chunk_size", "is_cross_attention", "is_causal")
+MAX_TENSORS = 48
+
+
+def _out_features(module: Any) -> Optional[int]:
+    for name in ("out_features", "nf"):  # nn.Linear; GPT-2's Conv1D keeps its width as nf
+        value = getattr(module, name, None)
+        if isinstance(value, int):
+            return value
+    weight = getattr(module, "weight", None)
+    shape = getattr(weight, "shape", None)
+    return int(shape[0]) if shape is not None and len(shape) == 2 else None
+
+
+def mixer_geometry(mixer: Any) -> Dict[str, Any]:
+    """What the controller needs to tell the mixer's kind and per-token cache without knowing its family:
+    the output width of each direct projection (k_proj, v_proj, c_attn, kv_a_proj_with_mqa, ...), the
+    numbers the module keeps on itself, and its own tensors' names with their ranks (``A_log`` of
+    rank 1 or 2 tells Mamba-2 from Mamba-1)."""
+    outputs: Dict[str, int] = {}
+    for name, child in mixer.named_children():
+        width = _out_features(child)
+        if width is not None:
+            outputs[name] = width
+    attrs: Dict[str, Any] = {}
+    for name in GEOMETRY_ATTRS:
+        try:
+            value = getattr(mixer, name, None)
+        except Exception:  # noqa: BLE001
+            continue
+        if value is None or isinstance(value, (bool, int)):
+            attrs[name] = value
+    tensors = []
+    for name, tensor in list(mixer.named_parameters())[:MAX_TENSORS]:
+        tensors.append([name, len(getattr(tensor, "shape", ()))])
+    return {"class": type(mixer).__name__, "kind": mixer_kind(mixer), "outputs": outputs,
+            "attrs": {k: v for k, v in attrs.items() if v is not None}, "tensors": tensors}
 
 
 def describe_layer(layer: Any) -> Dict[str, Any]:
@@ -79,6 +133,7 @@ def describe_layer(layer: Any) -> Dict[str, Any]:
     return {"class": type(layer).__name__,
             "mixer": "+".join(type(m).__name__ for m in mixers) or None,
             "mixer_kinds": [mixer_kind(m) for m in mixers],
+            "mixers": [mixer_geometry(m) for m in mixers],
             "ffn": type(ffn[0]).__name__ if ffn else None,
             "attrs": attrs}
 

@@ -40,6 +40,7 @@ import re
 import time
 from typing import Any, Callable, Dict, Iterator, List, Optional, Tuple
 
+from ..facts.model_code_config import config_dict, load_config
 from ..facts.model_code_count import count_components, decoder_layers, one_expert
 from ..facts.model_code_layers import config_attrs, experts_per_token, layer_runs, text_config
 from ..facts.tokenizer_load import classify_error, short
@@ -62,21 +63,21 @@ def run(request: Dict[str, Any]) -> Dict[str, Any]:
 
 
 def precheck(request: Dict[str, Any]) -> Optional[Dict[str, Any]]:
-    """The result when torch or transformers cannot be found, else None (build as usual).
+    """The result when transformers cannot be found, else None (run as usual).
 
     Run by the runner before it starts the isolated child: finding a top-level module
     on ``sys.path`` imports nothing, and the child's path is the same (less its cwd), so
-    a venv without torch costs no child interpreter. The result is the one the child
-    would give: the import step failing with ``ModuleNotFoundError``.
+    a venv without transformers costs no child interpreter. The result is the one the
+    child would give: the import step failing with ``ModuleNotFoundError``. A venv with
+    transformers but no torch still runs the child: the config class speaks without torch.
     """
     import importlib.util
 
-    missing = next((name for name in ("torch", "transformers") if importlib.util.find_spec(name) is None), None)
-    if missing is None:
+    if importlib.util.find_spec("transformers") is not None:
         return None
 
     def fail() -> None:
-        raise ModuleNotFoundError("No module named %r" % missing, name=missing)
+        raise ModuleNotFoundError("No module named 'transformers'", name="transformers")
 
     result = _empty_result()
     _step(result, "import", fail)
@@ -102,8 +103,9 @@ def build_and_count(request: Dict[str, Any]) -> Tuple[Dict[str, Any], Any]:
 
 def _empty_result() -> Dict[str, Any]:
     return {"built": False, "class": None, "module": None, "built_with": None, "remote_code": None,
-            "torch_version": None, "transformers_version": None, "config": None, "params": None,
-            "layers": None, "attempts": [], "seconds": {}, "peak_rss_kib": None, "error": None}
+            "torch_version": None, "transformers_version": None, "config": None, "config_dict": None,
+            "config_fallback": None, "params": None, "layers": None, "attempts": [], "seconds": {},
+            "peak_rss_kib": None, "error": None}
 
 
 def _error(exc: BaseException, stage: str) -> Dict[str, Any]:
@@ -116,7 +118,7 @@ def _error(exc: BaseException, stage: str) -> Dict[str, Any]:
     return error
 
 
-def _step(result: Dict[str, Any], stage: str, step: Callable[[], Any]) -> Tuple[bool, Any]:
+def _step(result: Dict[str, Any], stage: str, step: Callable[[], Any], timer: str = "") -> Tuple[bool, Any]:
     """(True, value), or (False, None) with the classified error; the time in ``seconds``."""
     started = time.monotonic()
     try:
@@ -127,24 +129,31 @@ def _step(result: Dict[str, Any], stage: str, step: Callable[[], Any]) -> Tuple[
         result["error"] = _error(exc, stage)
         return False, None
     finally:
-        result["seconds"][stage] = round(time.monotonic() - started, 3)
+        result["seconds"][timer or stage] = round(time.monotonic() - started, 3)
 
 
 def _run(request: Dict[str, Any], result: Dict[str, Any], holder: Dict[str, Any]) -> None:
     path = str(request["model_path"])
     trust = bool(request.get("trust_remote_code", False))
-    ok, libs = _step(result, "import", _import_libraries)
+    ok, transformers = _step(result, "import", _import_transformers)
     if not ok:
         return
-    torch, transformers = libs
-    result["torch_version"] = getattr(torch, "__version__", None)
     result["transformers_version"] = getattr(transformers, "__version__", None)
-    ok, config = _step(result, "config",
-                       lambda: transformers.AutoConfig.from_pretrained(path, trust_remote_code=trust))
+    # Witness 2a: the config class, torch or not.
+    ok, loaded = _step(result, "config", lambda: load_config(transformers, path, trust))
     if not ok:
         return
+    config, result["config_fallback"] = loaded
     text = text_config(config)
     result["config"] = config_attrs(text)
+    result["config_dict"] = config_dict(config)
+    # Witness 2b: the model on the meta device, where torch imports too.
+    ok, torch = _step(result, "import", _import_torch, "import_torch")
+    if not ok:
+        return
+    result["torch_version"] = getattr(torch, "__version__", None)
+    if result["config_fallback"] is not None:
+        trust = False  # the native classes only: the model's own files are not there
     ok, built = _step(result, "build", lambda: _build(torch, transformers, config, trust, result["attempts"]))
     if not ok:
         return
@@ -155,11 +164,16 @@ def _run(request: Dict[str, Any], result: Dict[str, Any], holder: Dict[str, Any]
     _step(result, "count", lambda: _describe(model, text, result))
 
 
-def _import_libraries() -> Tuple[Any, Any]:
-    import torch  # type: ignore[import-not-found]  # only in the target venv
+def _import_transformers() -> Any:
     import transformers
 
-    return torch, transformers
+    return transformers
+
+
+def _import_torch() -> Any:
+    import torch  # type: ignore[import-not-found]  # only in the target venv
+
+    return torch
 
 
 def _build(torch: Any, transformers: Any, config: Any, trust: bool,

@@ -1,0 +1,90 @@
+""""Unknown" is an answer: a layer layout the rules did not understand is not "all full attention".
+
+The config rules fall back to "every layer is full attention" (or "every layer slides"
+when one window key exists) when config.json names no layout they know. That is right
+for a family whose layers really are uniform (Llama, GPT-2), and wrong, stated as fact,
+for a family that names its layers with keys the rules do not read: per-layer codes,
+index lists, block-type lists, sub-configs under family-specific names, or the marks of
+a recurrent mixer (a state size, a conv kernel). transformers raises on what it does not
+understand and vLLM refuses to start; the rules say "unknown" instead, with the keys.
+
+Checked after every verdict ran, so ``view.read`` holds every key any verdict read.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from introspect.analysis.config_view import ConfigView
+from introspect.analysis.findings import Finding, Severity
+from introspect.analysis.layers import FALLBACK_SOURCES, LayerLayout
+
+# Key names that say something about which mixer each layer has.
+_LAYOUT_NAME = re.compile(
+    r"layer|block|pattern|type|mixer|attn|attention|ssm|mamba|recurrent|rnn|conv|hybrid|cross|global|local"
+    r"|interval|period|schedule|mlstm|slstm|xlstm|rwkv|retention|deltanet|gla|hyena|lru|linear", re.IGNORECASE)
+# Scalars that only a recurrent or state-space mixer has (a family whose row is missing shows them).
+_RECURRENT_MARK = re.compile(
+    r"^(ssm_|mamba_|d_state$|state_size$|ssm_state_size$|conv_kernel|conv_l_cache$|d_conv$|time_step|dt_rank$"
+    r"|rnn_|lru_width$|recurrent_|num_blocks$|block_types$|rwkv|mlstm|slstm|xlstm|gla_|deltanet|retention)",
+    re.IGNORECASE)
+# Words of keys that tune a layer without changing its mixer or its cache (RoPE on or off per layer,
+# dropout, norms, biases, scales).
+_TUNING = re.compile(r"rope|dropout|norm|bias|init|eps|scal|softcap|multiplier|token|vocab|label|lora", re.IGNORECASE)
+# Keys that match the patterns above but never describe the layer layout.
+_NOT_LAYOUT = frozenset({
+    "architectures", "model_type", "torch_dtype", "dtype", "layer_norm_eps", "layer_norm_epsilon", "hidden_act",
+    "rope_type", "position_embedding_type", "problem_type", "attention_dropout", "attn_pdrop", "initializer_range",
+    "layer_norm_type", "norm_type", "attention_bias", "attention_probs_dropout_prob", "token_type_ids",
+    "type_vocab_size", "tokenizer_class", "pad_token_type_id", "classifier_dropout", "use_cache",
+    "attn_implementation", "_attn_implementation", "output_attentions", "add_cross_attention",
+    "attention_softmax_in_fp32", "scale_attention_softmax_in_fp32", "attn_logit_softcapping",
+    "final_logit_softcapping", "query_pre_attn_scalar", "attention_multiplier", "cross_attention_hidden_size",
+    "num_attention_heads", "num_key_value_heads", "attention_head_dim", "attention_heads",
+})
+
+
+def unread_layout_keys(view: ConfigView, n: int) -> list[str]:
+    """Keys of config.json that look like a layer layout and that no verdict read."""
+    found = []
+    for key, value in view.data.items():
+        if key in view.read or key in _NOT_LAYOUT or key.startswith("_") or _TUNING.search(key):
+            continue
+        if _RECURRENT_MARK.search(key) or (_LAYOUT_NAME.search(key) and _layout_shaped(value, n)):
+            found.append(view.prefix + key)
+    return sorted(found)
+
+
+def _layout_shaped(value: Any, n: int) -> bool:
+    """A per-layer list, an index list, a one-character-per-layer string, or a sub-config of lists."""
+    if isinstance(value, list):
+        return bool(value) and not all(isinstance(v, (int, float)) and not isinstance(v, bool) and v < 0
+                                       for v in value)
+    if isinstance(value, str):
+        return len(value) == n and n > 1
+    if isinstance(value, dict):
+        return any(isinstance(v, (list, dict)) or _RECURRENT_MARK.search(str(k)) for k, v in value.items())
+    return False
+
+
+def layout_unknown(arch: dict[str, Any], view: ConfigView, layout: LayerLayout) -> list[Finding]:
+    """Null the layer kinds, pure attention and the KV figure when the layout was not understood."""
+    n = len(layout.pattern)
+    if not n:
+        return []
+    keys = unread_layout_keys(view, n) if layout.source in FALLBACK_SOURCES else []
+    if not keys and not layout.unknown:
+        return []
+    what = ([f"layer types not understood: {', '.join(layout.unknown[:10])}"] if layout.unknown else []) + (
+        [f"config keys not understood: {', '.join(keys[:12])}"] if keys else [])
+    section = arch["layers"]
+    section.update({"pattern": None, "kinds": None, "pure_attention": None, "understood": False,
+                    "unknown_keys": keys + list(layout.unknown)})
+    arch["kv_cache"] = None
+    return [Finding(
+        Severity.ERROR, "layout-unknown",
+        f"which mixer each of the {n} layers has is unknown ({'; '.join(what)}): layer kinds, pure attention "
+        "and the KV cache are not stated",
+        "# run the probe with torch and transformers in --venv so the model's own code settles the layout",
+        {"keys": keys, "layer_types": list(layout.unknown)})]
