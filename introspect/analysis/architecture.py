@@ -20,7 +20,7 @@ from introspect.analysis.family_findings import family_findings
 from introspect.analysis.findings import Finding, Severity
 from introspect.analysis.kv_cache import analyze_kv_cache, model_dtype
 from introspect.analysis.layers import LayerLayout, analyze_layers, count_layers
-from introspect.analysis.layout_unknown import layout_unknown
+from introspect.analysis.layout_unknown import kv_geometry_unknown, layout_unknown
 from introspect.analysis.moe import analyze_moe, empty_moe
 from introspect.analysis.params import ParamEstimate, estimate_params
 from introspect.analysis.quantization import analyze_quantization
@@ -57,6 +57,7 @@ def empty_architecture(config_path: str | None) -> dict[str, Any]:
             "source": None,
             "config_estimate": {"total": None, "active": None},
             "safetensors": None,
+            "assumptions": [],
         },
         "mtp": {"layers": 0, "params": None, "active": None, "source": None},
         "quantization": None,
@@ -157,7 +158,10 @@ def _analyze(
     arch["confirmed_by_weights"], layer_findings = confirm_layers(arch, safetensors)
     findings.extend(layer_findings)
     findings.extend(family_findings(view, model_type, text_type, layout))
-    findings.extend(layout_unknown(arch, view, layout))
+    unknown = layout_unknown(arch, view, layout)
+    findings.extend(unknown or kv_geometry_unknown(arch, view, layout, is_known(model_type, text_type)))
+    if unknown and isinstance(arch["params"], dict):
+        arch["params"]["assumptions"].append("every layer a full-attention layer (the layout was not understood)")
     if not is_known(model_type, text_type) and not view.present("ssm_cfg", "attn_cfg"):
         arch["confidence"] = low_confidence(model_type, text_type)
     arch["summary"] = summary(arch, layout)
@@ -242,6 +246,7 @@ def _params(
         "safetensors": sf,
         "breakdown": estimate.breakdown,
         "vision": estimate.vision,
+        "assumptions": list(estimate.assumptions),
     }
     mtp = dict(estimate.mtp or {"layers": 0, "params": None, "active": None, "source": None})
     if sf is not None and sf["total"] > 0:

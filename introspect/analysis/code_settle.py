@@ -15,11 +15,11 @@ from typing import Any
 
 from introspect.analysis.code_layers import CodeLayer, code_layers
 from introspect.analysis.findings import Finding, Severity
-from introspect.analysis.kinds import CHUNKED, CROSS, SLIDING
+from introspect.analysis.kinds import CHUNKED, CROSS, RECURRENT, SLIDING
 from introspect.analysis.kv_cache import DTYPE_BYTES
 from introspect.analysis.layers import LayerLayout
 from introspect.analysis.mixer_math import indexer_kv_elements
-from introspect.analysis.mixers import ATTENTION_KINDS
+from introspect.analysis.mixers import ATTENTION_KINDS, RECURRENT_KINDS
 from introspect.analysis.summary import resummarise_layers
 from introspect.remote.contract import as_dict
 
@@ -55,10 +55,12 @@ def settle_layers_from_code(arch: dict[str, Any], probe: dict[str, Any]) -> list
 
 
 def _with_rules_flavour(pattern: list[str], layers: list[CodeLayer], rules: Any) -> list[str]:
-    """Full or windowed, for attention layers whose module does not say: the config's reading."""
+    """Full or windowed, for attention layers whose module does not say, and which recurrent mixer, for one
+    the code shows to be recurrent but of no kind it can name: the config's reading."""
     if not isinstance(rules, list) or len(rules) != len(pattern):
         return pattern
-    return [rules[i] if not layer.flavour_shown and rules[i] in (SLIDING, CHUNKED) else kind
+    return [rules[i] if (not layer.flavour_shown and rules[i] in (SLIDING, CHUNKED))
+            or (kind == RECURRENT and rules[i] in RECURRENT_KINDS) else kind
             for i, (kind, layer) in enumerate(zip(pattern, layers, strict=True))]
 
 

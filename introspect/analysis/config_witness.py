@@ -39,6 +39,19 @@ def class_config(raw: dict[str, Any]) -> dict[str, Any] | None:
     return data if isinstance(data, dict) and data else None
 
 
+def with_class_defaults(config: dict[str, Any], derived: dict[str, Any]) -> dict[str, Any]:
+    """config.json with the scalars its class filled in for absent keys (``tie_word_embeddings``, ``head_dim``,
+    biases), sub-configs likewise. Lists the class derives are left out: the file's layout keys stay
+    the rules' input, and a derived layout only settles where the file's was not understood."""
+    out = dict(config)
+    for key, value in derived.items():
+        if key not in config and (value is None or isinstance(value, (bool, int, float, str))):
+            out[key] = value
+        elif isinstance(value, dict) and isinstance(config.get(key), dict):
+            out[key] = with_class_defaults(config[key], value)
+    return out
+
+
 def settle_with_class(file_section: Section, class_section: Section, raw: dict[str, Any]) -> Section:
     """The architecture read from the class's config, with the file's disagreements as findings."""
     file_arch, file_findings = file_section

@@ -69,23 +69,30 @@ def recurrent_kind(view: ConfigView, family: Family) -> str:
     return LINEAR
 
 
-def canonical_kind(name: str, recurrent: str) -> str | None:
-    """One layer-type name as written in a config, in introspect's vocabulary."""
+def canonical_kind(name: str, recurrent: str, known: bool = True) -> str | None:
+    """One layer-type name as written in a config, in introspect's vocabulary (None: not understood).
+
+    "hybrid" means Zamba2's shared attention block beside a Mamba-2 mixer only in a family whose row
+    says so: transformers 5.24's ZayaConfig also writes "hybrid" for every layer, and its layers hold
+    attention with convolutions on q and k, no Mamba mixer (modeling_zaya.py ZayaCCAProjection), so in a
+    family without a row the name is not understood."""
     key = name.strip().lower().replace("-", "_")
     if key == "linear_attention":
         return recurrent
     if key == "mamba":
         return MAMBA2 if recurrent == MAMBA2 else MAMBA
     if key == "hybrid":  # Zamba2: a shared attention block beside the Mamba-2 mixer
+        if not known:
+            return None
         return f"{FULL}+{MAMBA2 if recurrent in (LINEAR, MAMBA2) else recurrent}"
     return FIXED_NAMES.get(key)
 
 
-def _from_names(names: list[str], recurrent: str, source: str) -> LayerLayout:
+def _from_names(names: list[str], recurrent: str, source: str, known: bool) -> LayerLayout:
     pattern: list[str] = []
     unknown: list[str] = []
     for name in names:
-        kind = canonical_kind(name, recurrent)
+        kind = canonical_kind(name, recurrent, known)
         if kind is None:
             unknown.append(name)
             kind = FULL  # a placeholder: layout_unknown nulls the verdicts that rest on it
@@ -169,7 +176,7 @@ def analyze_layers(view: ConfigView, family: Family, max_context: int | None) ->
     names = view.get_str_list("layer_types", "layers_block_type")
     if names and len(names) == n:
         key = "layer_types" if view.present("layer_types") else "layers_block_type"
-        return _from_names(names, recurrent, key)
+        return _from_names(names, recurrent, key, family.known)
 
     derived = _compressed_layout(view, n) or _chunked_layout(view, family, n) or _kimi_linear(view, n)
     if derived is not None:

@@ -19,6 +19,7 @@ from typing import Any
 from introspect.analysis.config_view import ConfigView
 from introspect.analysis.findings import Finding, Severity
 from introspect.analysis.layers import FALLBACK_SOURCES, LayerLayout
+from introspect.analysis.mixers import ATTENTION_KINDS
 
 # Key names that say something about which mixer each layer has.
 _LAYOUT_NAME = re.compile(
@@ -88,3 +89,33 @@ def layout_unknown(arch: dict[str, Any], view: ConfigView, layout: LayerLayout) 
         "and the KV cache are not stated",
         "# run the probe with torch and transformers in --venv so the model's own code settles the layout",
         {"keys": keys, "layer_types": list(layout.unknown)})]
+
+
+# Per-layer lists that can change what a layer caches (transformers 5.24 configuration_mistral_large4.py
+# kv_source_layers: layers that reuse another layer's K/V; indexer_types).
+_CACHE_NAME = re.compile(r"kv|key|value|head|cache|share|source|index", re.IGNORECASE)
+
+
+def kv_geometry_unknown(arch: dict[str, Any], view: ConfigView, layout: LayerLayout, known: bool) -> list[Finding]:
+    """Null the KV figure when each attention layer's K/V width rests on a guess: per-layer keys about
+    the cache that no rule read, or several attention kinds in a family without a row (transformers 5.24
+    modeling_gemma4.py gives its full layers a wider head than its sliding ones, modeling_mimo_v2_flash.py
+    its sliding layers other KV heads, modeling_dots3_note.py MLA on some layers and GQA on the others;
+    none of it is in a key the generic rules read)."""
+    n = len(layout.pattern)
+    if not n or not isinstance(arch.get("kv_cache"), dict):
+        return []
+    lists = sorted(view.prefix + k for k, v in view.data.items() if k not in view.read and isinstance(v, list)
+                   and len(v) == n and _CACHE_NAME.search(k) and not _TUNING.search(k))
+    kinds = sorted({p for kind in layout.pattern for p in kind.split("+") if p in ATTENTION_KINDS})
+    mixed = not known and len(kinds) > 1
+    if not lists and not mixed:
+        return []
+    why = (f"per-layer keys not understood: {', '.join(lists[:6])}" if lists else
+           f"{' and '.join(kinds)} layers in a family introspect has no row for, with one head geometry in the "
+           "config for all of them")
+    arch["kv_cache"] = None
+    return [Finding(Severity.ERROR, "kv-geometry-unknown",
+                    f"the KV cache per token is not stated: {why}",
+                    "# run the probe with torch and transformers in --venv so the model's own code settles it",
+                    {"keys": lists, "kinds": kinds})]

@@ -40,6 +40,8 @@ class ParamEstimate:
     breakdown: dict[str, int] = field(default_factory=dict)
     vision: int | None = None
     mtp: dict[str, Any] | None = None
+    # What the estimate took for granted because nothing in the config said it (named in the profile).
+    assumptions: list[str] = field(default_factory=list)
 
 
 # -- feed-forward -------------------------------------------------------------------
@@ -225,7 +227,18 @@ def estimate_params(
         parts["vision"] = vision
 
     mtp = _mtp_estimate(ctx, moe, moe_active, moe_parts, dense, norm)
-    return ParamEstimate(total, active, embedding, parts, vision, mtp)
+    return ParamEstimate(total, active, embedding, parts, vision, mtp, _assumptions(view, family))
+
+
+def _assumptions(view: ConfigView, family: Family) -> list[str]:
+    """Shapes the estimate assumed: a family without a row gets the generic ones, which some families break
+    (modeling_gpt_bigcode.py's MLP is up/down only; configuration_gemma.py ties the head by default)."""
+    out = []
+    if not family.known and view.get_str("mlp_hidden_act") is None:
+        out.append("a gated MLP (gate, up and down projections) in every layer")
+    if view.get_bool("tie_word_embeddings", "tie_embeddings") is None:
+        out.append("an output head of its own (tie_word_embeddings absent)")
+    return out
 
 
 def _model_extras(ctx: LayerCtx) -> int:

@@ -13,7 +13,7 @@ from collections.abc import Callable
 from typing import Any
 
 from introspect.analysis.architecture import architecture_section
-from introspect.analysis.config_witness import class_config, settle_with_class
+from introspect.analysis.config_witness import class_config, settle_with_class, with_class_defaults
 from introspect.analysis.findings import Finding, Severity
 from introspect.analysis.raw_findings import error_findings, missing_module_findings
 from introspect.analysis.raw_guard import guarded, repair_raw
@@ -110,6 +110,8 @@ def analyze(raw: RawFacts | dict[str, Any]) -> Profile:
     arch_findings += guarded("witnesses", lambda: apply_witnesses(architecture, raw), no_findings, damage)
     if as_dict(architecture.get("layers")).get("understood") is not False:  # a witness settled the layout
         arch_findings = [f for f in arch_findings if f.code != "layout-unknown"]
+    if as_dict(architecture.get("kv_cache")).get("settled_by") == "model_code":
+        arch_findings = [f for f in arch_findings if f.code != "kv-geometry-unknown"]
     tokenizer, tok_findings = guarded("tokenizer", lambda: tokenizer_section(
         as_dict(raw.get("tokenizer_files")),
         raw.get("tokenizer_probe") if isinstance(raw.get("tokenizer_probe"), dict) else None,
@@ -139,11 +141,12 @@ def _architecture(raw: dict[str, Any], files: dict[str, Any], config: Any) -> tu
     path = (files.get("model_path") or "") + "/config.json" if config is not None else None
     safetensors = raw.get("safetensors") if isinstance(raw.get("safetensors"), dict) else None
     drafters = raw.get("drafters") if isinstance(raw.get("drafters"), list) else None
-    read = architecture_section(config, config_path=path, safetensors=safetensors, drafters=drafters,
-                                config_error=config_error(raw.get("errors")))
     derived = class_config(raw)
     if derived is None or not isinstance(config, dict):
-        return read
+        return architecture_section(config, config_path=path, safetensors=safetensors, drafters=drafters,
+                                    config_error=config_error(raw.get("errors")))
+    read = architecture_section(with_class_defaults(config, derived), config_path=path, safetensors=safetensors,
+                                drafters=drafters)
     by_class = architecture_section(derived, config_path=path, safetensors=safetensors, drafters=drafters)
     return settle_with_class(read, by_class, raw)
 

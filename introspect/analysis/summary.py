@@ -97,6 +97,8 @@ def summary(arch: dict[str, Any], layout: LayerLayout) -> dict[str, str]:
         f"{arch['num_layers']} layers; {human(params['total'])} parameters total, "
         f"{human(params['active'])} active per token (source: {params['source']})"
     )
+    if params.get("source") == "config" and params.get("assumptions"):
+        size += "; an estimate assuming " + "; ".join(params["assumptions"])
     understood = as_dict(arch.get("layers")).get("understood") is not False
     out = {
         "mixers": _mixers(layout, understood),

@@ -104,8 +104,11 @@ def test_the_config_class_settles_a_layout_the_file_alone_does_not_show() -> Non
     settled = build_profile(config_raw("acme", config) | {"model_code_probe": probe})
     layers = settled["architecture"]["layers"]
     assert (layers["kinds"], layers["settled_by"]) == ({"sliding_attention": 2, "full_attention": 2}, "config_class")
-    assert settled["architecture"]["kv_cache"]["bytes_per_token"] == 4 * 2 * 2 * 64 * 2  # 4 layers, K+V, 2 heads
-    assert "layout-unknown" not in {f["code"] for f in settled["findings"]}
+    codes = {f["code"] for f in settled["findings"]}
+    assert "layout-unknown" not in codes
+    # Sliding and full layers in a family without a row: their head geometry could differ (modeling_gemma4.py)
+    # and no witness read it, so the KV cache per token stays unknown until the model's code speaks.
+    assert settled["architecture"]["kv_cache"] is None and "kv-geometry-unknown" in codes
 
 
 def test_a_torch_that_fails_to_import_is_classified_by_the_isolated_child(tmp_path: Path,

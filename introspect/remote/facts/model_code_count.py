@@ -35,8 +35,12 @@ NORM_RE = re.compile(r"norm", re.IGNORECASE)
 # SSM / delta-rule decay ``A_log`` and ``dt_bias``, RWKV's ``time_decay``, a causal ``conv1d``), then
 # by class names. Names alone mislead: Kimi-Linear's full MLA layer is ``KimiLinearAttention``.
 RECURRENT_TENSORS = ("A_log", "dt_bias", "time_decay", "time_first", "time_faaaa", "conv1d")
-RECURRENT_RE = re.compile(r"mamba|ssm|deltanet|delta_net|deltaattention|gdn|kda|rwkv|lightning|recurrent|retention"
+RECURRENT_RE = re.compile(r"mamba|ssm|deltanet|delta_net|deltaattention|gdn|kda|rwkv|lightning|retention"
                           r"|hyena|timemix|time_mix|shortconv|griffin|xlstm", re.IGNORECASE)
+# Words that name a recurrent mixer less surely: a family may carry them in every class name
+# (modeling_recurrent_gemma.py RecurrentGemmaAttention is plain attention).
+WEAK_RECURRENT_RE = re.compile(r"recurren|rnn|lstm|gru", re.IGNORECASE)
+ATTENTION_PROJECTIONS = {"qkv_proj", "c_attn", "query_key_value", "Wqkv", "wqkv", "kv_a_proj_with_mqa"}
 MIXER_ATTRS = ("self_attn", "attention", "attn", "self_attention", "mixer", "linear_attn", "mamba", "time_mixer",
                "temporal_block", "conv", "token_mixer", "attn_layer", "mamba_layer", "feed_forward_attn")
 FFN_ATTRS = ("mlp", "feed_forward", "ffn", "block_sparse_moe", "moe", "channel_mixer", "feedforward", "mlp_layer",
@@ -75,7 +79,15 @@ def mixer_kind(module: Any) -> str:
     for name, _ in module.named_modules():
         if name.split(".")[-1] in RECURRENT_TENSORS:
             return "recurrent"
-    return "recurrent" if RECURRENT_RE.search(type(module).__name__) else "attention"
+    name = type(module).__name__
+    if RECURRENT_RE.search(name):  # lightning attention has q/k/v too (modeling_minimax.py)
+        return "recurrent"
+    # Projections to queries, keys and values make it attention whatever else the class is called
+    # (modeling_recurrent_gemma.py RecurrentGemmaAttention sits beside RecurrentGemmaRecurrentBlock).
+    children = {child for child, _ in module.named_children()}
+    if {"k_proj", "v_proj"} <= children or children & ATTENTION_PROJECTIONS:
+        return "attention"
+    return "recurrent" if WEAK_RECURRENT_RE.search(name) else "attention"
 
 
 def _mixer_kinds(layers: List[Any]) -> Dict[str, str]:

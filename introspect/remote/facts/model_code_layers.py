@@ -16,7 +16,8 @@ from typing import Any, Dict, List, Optional
 
 from .model_code_count import FFN_ATTRS, MIXER_ATTRS, mixer_kind
 
-MIXER_CLASS_RE = re.compile(r"attention|attn|mixer|mamba|deltanet|rwkv|ssm|retention|conv", re.IGNORECASE)
+MIXER_CLASS_RE = re.compile(r"attention|attn|mixer|mamba|deltanet|rwkv|ssm|retention|conv|lstm|rnn|gru|recurren",
+                            re.IGNORECASE)
 # Attributes the families' code sets per layer on the mixer or on the layer.
 LAYER_ATTRS = ("attention_type", "layer_type", "is_sliding", "sliding_window", "use_rope", "is_causal",
                "attention_chunk_size", "chunk_size", "is_local", "kv_shared", "is_kv_shared_layer",
