@@ -15,7 +15,19 @@ from dataclasses import dataclass, field
 from introspect.analysis.compressed_attention import RATIO_KINDS
 from introspect.analysis.config_view import MAX_LAYERS, ConfigView, positive
 from introspect.analysis.families import ATTN_LAYER_INDICES, PARALLEL_HYBRID, Family
-from introspect.analysis.kinds import CHUNKED, FULL, GDN, KDA, LINEAR, MAMBA, MAMBA2, MLP, SLIDING
+from introspect.analysis.kinds import (
+    CHUNKED,
+    CROSS,
+    FULL,
+    GDN,
+    KDA,
+    LINEAR,
+    MAMBA,
+    MAMBA2,
+    MLP,
+    RECURRENT,
+    SLIDING,
+)
 from introspect.analysis.mixers import ATTENTION_KINDS, FIXED_NAMES, MARKER_ORDER, MIXERS, RECURRENT_KINDS
 
 __all__ = ["CHUNKED", "FULL", "GDN", "KDA", "LINEAR", "MAMBA", "MAMBA2", "MLP", "SLIDING", "LayerLayout",
@@ -66,7 +78,9 @@ def recurrent_kind(view: ConfigView, family: Family) -> str:
     for kind in MARKER_ORDER:
         if family.recurrent == kind or view.present(*MIXERS[kind].markers):
             return kind
-    return LINEAR
+    # A family row without its own recurrent kind means lightning attention (MiniMax); a family
+    # without a row says only "some recurrent mixer", whose state no formula here describes.
+    return LINEAR if family.known else RECURRENT
 
 
 def canonical_kind(name: str, recurrent: str, known: bool = True) -> str | None:
@@ -178,7 +192,8 @@ def analyze_layers(view: ConfigView, family: Family, max_context: int | None) ->
         key = "layer_types" if view.present("layer_types") else "layers_block_type"
         return _from_names(names, recurrent, key, family.known)
 
-    derived = _compressed_layout(view, n) or _chunked_layout(view, family, n) or _kimi_linear(view, n)
+    derived = (_compressed_layout(view, n) or _chunked_layout(view, family, n) or _kimi_linear(view, n)
+               or _cross_attention(view, n) or _block_types(view, n))
     if derived is not None:
         return derived
 
@@ -282,3 +297,29 @@ def _kimi_linear(view: ConfigView, n: int) -> LayerLayout | None:
     if kda is None:
         pattern = [FULL if i + 1 in full_set else KDA for i in range(n)]
     return LayerLayout(pattern, "linear_attn_config.kda_layers/full_attn_layers (1-based)", unknown)
+
+
+def _cross_attention(view: ConfigView, n: int) -> LayerLayout | None:
+    """Mllama: the layers in ``cross_attention_layers`` attend to the image instead of the text
+    (transformers configuration_mllama.py MllamaTextConfig.cross_attention_layers, line 137;
+    modeling_mllama.py MllamaTextModel builds MllamaCrossAttentionDecoderLayer there): their K/V are
+    the image's, cached once per request, not per token."""
+    listed = view.get_int_list("cross_attention_layers", maximum=MAX_LAYERS)
+    if not listed:
+        return None
+    chosen = set(listed)
+    return LayerLayout([CROSS if i in chosen else FULL for i in range(n)], "cross_attention_layers",
+                       [f"cross_attention_layers entry {i} outside 0..{n - 1}" for i in sorted(chosen) if i >= n])
+
+
+def _block_types(view: ConfigView, n: int) -> LayerLayout | None:
+    """RecurrentGemma: ``block_types`` repeated over the layers, "recurrent" an RG-LRU block, "attention"
+    local attention over ``attention_window_size`` tokens (transformers configuration_recurrent_gemma.py
+    ``layers_block_type``, lines 99-102: ``(block_types * 100)[:num_hidden_layers]``)."""
+    names = view.get_str_list("block_types")
+    if not names or not view.present("attention_window_size"):
+        return None
+    cycle = (names * (n // len(names) + 1))[:n]
+    kinds = {"recurrent": RECURRENT, "attention": SLIDING}
+    return LayerLayout([kinds.get(name, FULL) for name in cycle], "block_types (repeated)",
+                       sorted({name for name in names if name not in kinds}))

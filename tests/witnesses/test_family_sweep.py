@@ -51,11 +51,10 @@ PENDING_TRUTH: dict[str, str] = {}
 # The config rules' parameter total is an estimate (params.source "config", labelled so in the profile);
 # where it is off the build by more than 1% (rules -> code) the family row misses a shape:
 ESTIMATE_OFF = {
-    "bamba": "params.total 8.03B, the code 9.99B (-19.7%)",
     "lfm2": "params.total 3.71B, the code 2.71B (+37.2%)",
-    "recurrent_gemma": "params.total 2.87B, the code 2.01B (+42.8%)",
+    "recurrent_gemma": "params.total 2.40B, the code 2.01B (+19.3%): the RG-LRU blocks' own shapes",
     "xlstm": "params.total 9.00B, the code 6.87B (+31.1%)",
-    "mllama": "params.total 10.41B, the code 10.64B (-2.2%)",
+    "mllama": "params.total 10.08B, the code 10.64B (-5.3%): the cross-attention layers' gates and norms",
     "jetmoe": "params.total 3.69B, the code 4.29B (-14.1%)",
 }
 

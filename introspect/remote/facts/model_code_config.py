@@ -64,10 +64,33 @@ def config_dict(config: Any) -> Optional[Dict[str, Any]]:
         return None
     if not isinstance(data, dict):
         return None
+    _add_derived(config, data)
     out = json_safe(_without(data))
     if not isinstance(out, dict) or len(json.dumps(out, default=str)) > MAX_DICT_BYTES:
         return None
     return out
+
+
+# Per-layer lists a class exposes as a property or through attribute_map, which to_dict leaves out
+# (transformers configuration_recurrent_gemma.py: attribute_map {"layer_types": "layers_block_type"}).
+DERIVED_LISTS = ("layer_types", "mlp_layer_types")
+
+
+def _add_derived(config: Any, data: Dict[str, Any]) -> None:
+    """Fill ``data`` (the config's to_dict) with its derived per-layer lists, sub-configs included."""
+    for name in DERIVED_LISTS:
+        if name in data:
+            continue
+        try:
+            value = getattr(config, name, None)
+        except Exception:  # noqa: BLE001 - a property that raises derives nothing
+            continue
+        if isinstance(value, (list, tuple)) and all(isinstance(v, str) for v in value):
+            data[name] = list(value)
+    for key, sub in data.items():
+        nested = getattr(config, key, None) if isinstance(sub, dict) else None
+        if nested is not None and hasattr(nested, "to_dict"):
+            _add_derived(nested, sub)
 
 
 def _without(value: Any) -> Any:
