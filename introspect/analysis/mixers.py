@@ -107,7 +107,7 @@ MIXERS: dict[str, Mixer] = {
         Mixer(CONV, "conv", names=("conv",), recurrent=True),
         # transformers modeling_mllama.py MllamaTextCrossAttention: K/V of the image, computed once per
         # request (vLLM v1 kv_cache_interface.py CrossAttentionSpec), nothing per generated token.
-        Mixer(CROSS, "cross-attention (K/V of the image/encoder, per sequence)"),
+        Mixer(CROSS, "cross-attention (K/V of the image/encoder, per sequence)", params=math_.attention_params),
         # A mixer the built model shows to keep a state (A_log, dt_bias, conv1d, decay ...) of no known kind.
         Mixer(RECURRENT, "recurrent mixer (kind not identified)", recurrent=True),
         # Nemotron-H "-"/"E" blocks: an FFN only, no token mixing.
@@ -191,7 +191,7 @@ def layer_params(ctx: LayerCtx, kind: str) -> tuple[int, int]:
             attention += math_.attention_params(ctx)  # unknown mixer: count it as attention (best effort)
         elif mixer.params is None:
             continue
-        elif mixer.attention:
+        elif mixer.attention or part == CROSS:  # cross-attention has q/k/v/o projections too
             attention += mixer.params(ctx)
         else:
             recurrent += mixer.params(ctx)

@@ -54,7 +54,7 @@ ESTIMATE_OFF = {
     "lfm2": "params.total 3.71B, the code 2.71B (+37.2%)",
     "recurrent_gemma": "params.total 2.40B, the code 2.01B (+19.3%): the RG-LRU blocks' own shapes",
     "xlstm": "params.total 9.00B, the code 6.87B (+31.1%)",
-    "mllama": "params.total 10.08B, the code 10.64B (-5.3%): the cross-attention layers' gates and norms",
+    "mllama": "params.total 10.41B, the code 10.64B (-2.2%): the cross-attention layers' gates and q/k norms",
     "jetmoe": "params.total 3.69B, the code 4.29B (-14.1%)",
 }
 

@@ -1,17 +1,24 @@
-"""Remote task "model_code": the model's own code as a witness of its architecture.
+"""Remote task "model_code": the model's own config class and code as witnesses of its architecture.
 
 Runs on the host in its own interpreter process, supervised like the tokenizer load
 (:mod:`introspect.remote.supervisor`: own timeout, own process group, private caches,
-``HF_HUB_OFFLINE=1``). Standard library at import time (Python 3.8+); torch and
-transformers are imported inside :func:`run` only, so a venv without them yields a
-classified error. :func:`run` never raises.
+``HF_HUB_OFFLINE=1``). Standard library at import time (Python 3.8+); transformers and
+torch are imported inside :func:`run` only, so a venv without them yields a classified
+error. :func:`run` never raises.
 
-When both import: ``AutoConfig.from_pretrained(path, trust_remote_code=...)``, then the
-model built on the meta device (no memory, no weights read) by the first Auto class
-that takes the config, then counted (:mod:`..facts.model_code_count`) and described
-(:mod:`..facts.model_code_layers`). With ``trust_remote_code`` false only transformers'
-built-in classes are used; a model that needs its own code is then refused, with the
-reason.
+Two witnesses, as far as the venv allows:
+
+- the config class (transformers alone): ``AutoConfig.from_pretrained(path,
+  trust_remote_code=...)``, or the installed transformers' own class for the
+  ``model_type`` when the model's auto_map code cannot be loaded
+  (:mod:`..facts.model_code_config`); its attributes and its ``to_dict()`` with the
+  per-layer lists it derives;
+- the model on the meta device (torch too: no memory, no weights read) by the first
+  Auto class that takes the config, counted (:mod:`..facts.model_code_count`) and
+  described layer by layer (:mod:`..facts.model_code_layers`).
+
+With ``trust_remote_code`` false only transformers' built-in classes are used; a model
+that needs its own code is then refused, with the reason.
 
 Request: ``{"model_path": str, "trust_remote_code": bool}``.
 
@@ -22,11 +29,14 @@ Result::
       "remote_code": bool | null,                # the model class came from the model dir's code
       "torch_version": str | null, "transformers_version": str | null,
       "config": {"class", "module", "layer_types": [runs], "sliding_window", ...} | null,
+      "config_dict": {...} | null,               # the class's to_dict() + derived per-layer lists
+      "config_fallback": null | {"class", "model_type", "reason"},   # the native class stood in
       "params": null | {"parameters", "buffers", "total", "active", "components": {name: int},
                         "experts_per_token", "moe_layers", "routed_experts", "one_expert"},
-      "layers": null | {"path", "count", "runs": [{start, count, class, mixer, ffn, attrs}]},
+      "layers": null | {"path", "count", "runs": [{start, count, class, mixer, ffn, attrs,
+                        mixers: [{class, kind, outputs, attrs, tensors}]}]},
       "attempts": [{"with": str, "type": str, "message": str}],   # Auto classes that refused
-      "seconds": {"import", "config", "build", "count"}, "peak_rss_kib": int | null,
+      "seconds": {"import", "config", "import_torch", "build", "count"}, "peak_rss_kib": int | null,
       "error": null | <error as in the tokenizer task, plus "stage": "import" | "config" | "build" | "count",
                       cause "missing-package" | "remote-code-refused" | "incompatible-code" |
                       "cuda-only" | "exception">,
@@ -46,8 +56,6 @@ from ..facts.model_code_layers import config_attrs, experts_per_token, layer_run
 from ..facts.tokenizer_load import classify_error, short
 from ..readers import json_safe
 
-# Seconds for the isolated build (imports of torch and transformers included).
-# TODO(lead): move beside DEFAULT_TOKENIZER_TIMEOUT in contract.py at merge.
 # Auto classes tried in turn: causal LMs, then VLM wrappers, then the bare backbone.
 AUTO_CLASSES = ("AutoModelForCausalLM", "AutoModelForImageTextToText", "AutoModel")
 _INIT_FUNCTIONS = ("uniform_", "normal_", "constant_", "ones_", "zeros_", "eye_", "dirac_", "xavier_uniform_",
