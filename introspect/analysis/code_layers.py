@@ -38,8 +38,8 @@ from introspect.analysis.kinds import (
 from introspect.analysis.mixers import ATTENTION_KINDS, FIXED_NAMES
 from introspect.remote.contract import as_dict, as_list
 
-K_NAMES = ("k_proj", "key", "wk", "k", "to_k", "k_lin", "key_proj")
-V_NAMES = ("v_proj", "value", "wv", "v", "to_v", "v_lin", "value_proj")
+K_NAMES = ("k_proj", "key", "wk", "Wk", "k", "to_k", "k_lin", "key_proj")  # Wk: modeling_ctrl.py
+V_NAMES = ("v_proj", "value", "wv", "Wv", "v", "to_v", "v_lin", "value_proj")
 KV_NAMES = ("kv_proj", "wkv", "kv", "to_kv", "key_value")
 QKV_NAMES = ("qkv_proj", "c_attn", "query_key_value", "Wqkv", "wqkv", "qkv", "W_pack", "to_qkv", "in_proj_qkv")
 LATENT_NAMES = ("kv_a_proj_with_mqa",)  # modeling_deepseek_v3.py DeepseekV3Attention: latent + rope key
@@ -58,8 +58,10 @@ class CodeLayer:
     flavour_shown: bool = True
 
 
-def code_layers(probe: dict[str, Any]) -> list[CodeLayer] | None:
-    """The built model's decoder layers, in order; None when the witness built nothing to read."""
+def code_layers(probe: dict[str, Any], query_width: int | None = None) -> list[CodeLayer] | None:
+    """The built model's decoder layers, in order; None when the witness built nothing to read.
+    ``query_width``: the config's query heads x head width, for a fused q/k/v projection whose
+    module keeps no head count."""
     section = as_dict(probe.get("layers"))
     runs = [r for r in as_list(section.get("runs")) if isinstance(r, dict)]
     if not runs or not all(isinstance(r.get("mixers"), list) for r in runs):
@@ -69,7 +71,7 @@ def code_layers(probe: dict[str, Any]) -> list[CodeLayer] | None:
     for run in runs:
         for offset in range(int(run.get("count") or 0)):
             index = int(run.get("start") or 0) + offset
-            out.append(_layer(run, types.get(index)))
+            out.append(_layer(run, types.get(index), query_width))
     return out if out and len(out) == section.get("count") else None
 
 
@@ -83,7 +85,7 @@ def _config_layer_types(config: dict[str, Any]) -> dict[int, str]:
     return out
 
 
-def _layer(run: dict[str, Any], config_type: str | None) -> CodeLayer:
+def _layer(run: dict[str, Any], config_type: str | None, query_width: int | None = None) -> CodeLayer:
     mixers = [as_dict(m) for m in as_list(run.get("mixers"))]
     attrs = as_dict(run.get("attrs"))
     if not mixers:  # no module that mixes tokens was found: the config class may still name the kind
@@ -95,10 +97,12 @@ def _layer(run: dict[str, Any], config_type: str | None) -> CodeLayer:
         shown = shown and not (kind == FULL and _plain_attention(mixer, attrs, config_type))
         kinds.append(kind)
         if kind in (FULL, SLIDING, CHUNKED):
-            width = kv_elements(mixer)
+            width = kv_elements(mixer, query_width)
             known = known and width is not None
             elements += width or 0
     shared = bool(attrs.get("is_kv_shared_layer") or attrs.get("kv_shared"))
+    if shared:  # modeling_gemma3n.py: a KV-shared layer reads an earlier layer's cache and keeps none
+        known, elements = True, 0
     kinds.sort(key=lambda k: k not in ATTENTION_KINDS)  # "full_attention+mamba2", as the rules spell it
     return CodeLayer("+".join(kinds), elements if known else None, shared, shown)
 
@@ -165,7 +169,7 @@ def _recurrent_kind(name: str, tensors: list[list[Any]]) -> str:
     return RECURRENT
 
 
-def kv_elements(mixer: dict[str, Any]) -> int | None:
+def kv_elements(mixer: dict[str, Any], query_width: int | None = None) -> int | None:
     """K/V elements one attention mixer caches per token, from its projections' widths."""
     outputs = {str(k): v for k, v in as_dict(mixer.get("outputs")).items() if _positive(v)}
     attrs = as_dict(mixer.get("attrs"))
@@ -182,13 +186,17 @@ def kv_elements(mixer: dict[str, Any]) -> int | None:
     qkv = _first(outputs, QKV_NAMES)
     if qkv is None:
         return None
-    heads, head_dim = _count(attrs, "num_heads") or _count(attrs, "num_attention_heads"), _count(attrs, "head_dim")
-    if heads is not None and head_dim is not None and qkv > heads * head_dim:
-        return qkv - heads * head_dim  # what the fused projection makes beyond the queries: K and V
+    heads = _count(attrs, "num_heads") or _count(attrs, "n_heads") or _count(attrs, "n_head") \
+        or _count(attrs, "num_attention_heads")
+    head_dim = _count(attrs, "head_dim") or _count(attrs, "head_size")
+    queries = heads * head_dim if heads is not None and head_dim is not None else _count(attrs, "split_size")
+    queries = queries or query_width  # the config's heads x head_dim (modeling_gpt_neox.py keeps no head count)
+    if queries is not None and qkv > queries:
+        return qkv - queries  # what the fused projection makes beyond the queries: K and V
     kv_heads = _count(attrs, "num_key_value_heads") or _count(attrs, "num_kv_heads")
     if kv_heads is not None and head_dim is not None:
         return 2 * kv_heads * head_dim
-    return None  # a fused projection whose split the module does not show: unknown, not guessed
+    return None  # a fused projection whose split neither the module nor the config shows: unknown
 
 
 def _count(attrs: dict[str, Any], name: str) -> int | None:

@@ -28,7 +28,9 @@ WHY = "read off each decoder layer the model's own code built on the meta device
 
 def settle_layers_from_code(arch: dict[str, Any], probe: dict[str, Any]) -> list[Finding]:
     """Settle the layer kinds and the KV cache from the built model; the findings. No-op without one."""
-    layers = code_layers(probe)
+    attention = as_dict(arch.get("attention"))
+    heads, head_dim = attention.get("num_heads"), attention.get("head_dim")
+    layers = code_layers(probe, heads * head_dim if isinstance(heads, int) and isinstance(head_dim, int) else None)
     if layers is None or any(layer.kind is None for layer in layers):
         return []
     if "compress_rates" in as_dict(arch.get("kv_cache")):
@@ -104,8 +106,8 @@ def _kv_cache(arch: dict[str, Any], layers: list[CodeLayer],
     indexer = indexer_kv_elements(as_dict(arch.get("attention")))
     for kind, count in sorted(layout.components.items()):
         per_kind[kind] = {"layers": count}
-    for layer in layers:
-        for part in str(layer.kind).split("+"):
+    for layer, kind in zip(layers, layout.pattern, strict=True):  # the settled kinds: the config's flavour kept
+        for part in kind.split("+"):
             if part not in ATTENTION_KINDS:
                 continue
             entry = per_kind[part]
@@ -116,7 +118,7 @@ def _kv_cache(arch: dict[str, Any], layers: list[CodeLayer],
             else:
                 extra = indexer if part != SLIDING else 0
                 entry["bytes_per_token"] = entry.get("bytes_per_token", 0) + (layer.kv_elements + extra) * width
-    _per_layer_widths(per_kind, layers, width)
+    _per_layer_widths(per_kind, layers, layout.pattern, width)
     _keep_rules_state(per_kind, as_dict(rules.get("per_kind")))
     if CROSS in per_kind:
         per_kind[CROSS]["note"] = "K/V of the image/encoder input, cached once per sequence, not per token"
@@ -145,12 +147,13 @@ def _kv_cache(arch: dict[str, Any], layers: list[CodeLayer],
     return kv, findings
 
 
-def _per_layer_widths(per_kind: dict[str, dict[str, Any]], layers: list[CodeLayer], width: int) -> None:
+def _per_layer_widths(per_kind: dict[str, dict[str, Any]], layers: list[CodeLayer], pattern: list[str],
+                      width: int) -> None:
     """``bytes_per_token_per_layer`` where every layer of a kind keeps the same width (else omitted)."""
     widths: dict[str, Counter[int]] = {}
-    for layer in layers:
-        if layer.kv_elements is not None and not layer.kv_shared and "+" not in str(layer.kind):
-            widths.setdefault(str(layer.kind), Counter())[layer.kv_elements * width] += 1
+    for layer, kind in zip(layers, pattern, strict=True):
+        if layer.kv_elements is not None and not layer.kv_shared and "+" not in kind:
+            widths.setdefault(kind, Counter())[layer.kv_elements * width] += 1
     for kind, seen in widths.items():
         if kind in per_kind and kind in ATTENTION_KINDS and len(seen) == 1:
             per_kind[kind]["bytes_per_token_per_layer"] = next(iter(seen))

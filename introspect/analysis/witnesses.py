@@ -187,8 +187,11 @@ def _status_findings(code: dict[str, Any] | None, raw: dict[str, Any]) -> list[F
                else "allow the model's own code (drop --no-remote-code) for the model-code witness"
                if code.get("cause") == "remote-code-refused"
                else "upgrade transformers in the venv if this family is newer than it, or pass --no-model-code")
-        return [Finding(Severity.INFO, "model-code-unavailable",
-                        f"model-code witness not run: {code.get('reason')}", fix)]
+        spoke = as_dict(raw.get("model_code_probe")).get("config_dict") is not None
+        what = ("the config class spoke; the model was not built on the meta device" if spoke
+                else "model-code witness not run")
+        reason = str(code.get("reason")).strip().split("\n")[0]  # transformers' advice paragraphs stay out
+        return [Finding(Severity.INFO, "model-code-unavailable", f"{what}: {reason}", fix)]
     return [Finding(Severity.WARNING, "model-code-failed",
                     f"the model's code could not be built on the meta device ({code.get('cause')}, at "
                     f"{code.get('stage')}): {code.get('reason')}",

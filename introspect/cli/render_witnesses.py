@@ -37,6 +37,18 @@ def _code_row(code: dict[str, Any], layers: dict[str, Any]) -> str:
     return text
 
 
+def _class_row(arch: dict[str, Any]) -> str:
+    """What the config class said: which class, and whether its reading settled the layers."""
+    spoke = as_dict(arch.get("config_class"))
+    if not spoke:
+        return "not run (no transformers in the venv, --no-model-code, or raw facts from an older probe)"
+    fallback = " (transformers' own class: the model's code could not be loaded)" if spoke.get("fallback") else ""
+    settled = as_dict(arch.get("layers")).get("settled_by")
+    role = ("settled the layer layout config.json alone left unknown" if settled == "config_class"
+            else "filled the defaults of absent keys")
+    return f"{spoke.get('class')}{fallback}: {role}"
+
+
 def witnesses_section(profile: dict[str, Any]) -> Table:
     arch = as_dict(profile.get("architecture"))
     params, layers = as_dict(arch.get("params")), as_dict(arch.get("layers"))
@@ -44,6 +56,7 @@ def witnesses_section(profile: dict[str, Any]) -> Table:
     table = _kv("Witnesses")
     config, code, weights = (as_dict(sources.get(k)) for k in ("config", "model_code", "weights"))
     _row(table, "config rules", escape(_sizes(config)) if config else "no estimate (sizes missing)")
+    _row(table, "config class", escape(_class_row(arch)))
     _row(table, "model's code", escape(_code_row(code, as_dict(layer_sources.get("model_code"))))
          if code else "not run (raw facts from an older probe)")
     _row(table, "weights", escape(_sizes(weights)) if weights else "no safetensors headers read")

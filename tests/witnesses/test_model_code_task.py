@@ -149,3 +149,27 @@ def test_hanging_model_code_is_killed_at_its_timeout(tmp_path: Path) -> None:
     code = profile["architecture"]["params"]["sources"]["model_code"]
     assert (code["status"], code["cause"]) == ("failed", "timeout")
     assert [f["code"] for f in profile["findings"] if f["severity"] == "error"] == ["probe-timeout"]
+
+
+def test_auto_map_files_missing_falls_back_to_the_native_class(tmp_path: Path) -> None:
+    """A trimmed checkpoint whose auto_map names code files it lacks: transformers 5.24's
+    AutoConfig.from_pretrained(trust_remote_code=True) raises OSError for the missing
+    configuration_x.py; the installed Qwen2Config knows model_type qwen2 and reads it, and the
+    profile says so."""
+    config = {"model_type": "qwen2", "architectures": ["Qwen2ForCausalLM"], "hidden_size": 64,
+              "num_hidden_layers": 2, "num_attention_heads": 4, "num_key_value_heads": 2, "intermediate_size": 128,
+              "vocab_size": 1000, "auto_map": {"AutoConfig": "configuration_x.XConfig",
+                                               "AutoModelForCausalLM": "modeling_x.XForCausalLM"}}
+    (tmp_path / "config.json").write_text(json.dumps(config), encoding="utf-8")
+    with LocalExecutor() as executor:
+        reply = executor.run_python(sys.executable, "model_code",
+                                    {"model_path": str(tmp_path), "trust_remote_code": True}, timeout=60, isolate=True)
+    facts = reply.facts
+    assert facts["config"]["class"] == "Qwen2Config"
+    assert facts["config_fallback"]["model_type"] == "qwen2"
+    assert "configuration_x.py" in facts["config_fallback"]["reason"]
+    assert "auto_map" not in facts["config_dict"]
+    profile = build_profile(config_raw("trimmed", config) | {"model_code_probe": facts})
+    [native] = [f for f in profile["findings"] if f["code"] == "config-class-native"]
+    assert native["severity"] == "warning" and "Qwen2Config" in native["message"]
+    assert profile["architecture"]["config_class"]["fallback"]["class"] == "Qwen2Config"

@@ -78,7 +78,7 @@ def _mixers(layer: Any, nested: bool = False) -> List[Any]:
 
 # Numbers the attention modules of transformers keep on themselves (modeling_llama.py LlamaAttention sets
 # head_dim, num_key_value_groups; DeepseekV3Attention kv_lora_rank, qk_rope_head_dim ...).
-GEOMETRY_ATTRS = ("head_dim", "num_heads", "num_attention_heads", "num_key_value_heads", "num_kv_heads",
+GEOMETRY_ATTRS = ("head_dim", "head_size", "num_heads", "n_heads", "n_head", "num_attention_heads", "split_size", "num_key_value_heads", "num_kv_heads",
                   "num_key_value_groups", "kv_lora_rank", "qk_rope_head_dim", "qk_nope_head_dim", "v_head_dim",
                   "sliding_window", "attention_chunk_size", "is_cross_attention", "is_causal")
 MAX_TENSORS = 48
@@ -94,24 +94,38 @@ def _out_features(module: Any) -> Optional[int]:
     return int(shape[0]) if shape is not None and len(shape) == 2 else None
 
 
+def _outputs(module: Any) -> Dict[str, int]:
+    outputs: Dict[str, int] = {}
+    for name, child in module.named_children():
+        width = _out_features(child)
+        if width is not None:
+            outputs[name] = width
+    return outputs
+
+
 def mixer_geometry(mixer: Any) -> Dict[str, Any]:
     """What the controller needs to tell the mixer's kind and per-token cache without knowing its family:
     the output width of each direct projection (k_proj, v_proj, c_attn, kv_a_proj_with_mqa, ...), the
     numbers the module keeps on itself, and its own tensors' names with their ranks (``A_log`` of
     rank 1 or 2 tells Mamba-2 from Mamba-1)."""
-    outputs: Dict[str, int] = {}
-    for name, child in mixer.named_children():
-        width = _out_features(child)
-        if width is not None:
-            outputs[name] = width
+    outputs = _outputs(mixer)
+    inner = mixer
+    if not outputs:
+        # A wrapper around the module that holds the projections (modeling_gpt_neo.py GPTNeoAttention
+        # keeps them in its .attention): read that one.
+        for _, child in mixer.named_children():
+            if _outputs(child):
+                inner, outputs = child, _outputs(child)
+                break
     attrs: Dict[str, Any] = {}
-    for name in GEOMETRY_ATTRS:
-        try:
-            value = getattr(mixer, name, None)
-        except Exception:  # noqa: BLE001
-            continue
-        if value is None or isinstance(value, (bool, int)):
-            attrs[name] = value
+    for owner in (inner, mixer):
+        for name in GEOMETRY_ATTRS:
+            try:
+                value = getattr(owner, name, None)
+            except Exception:  # noqa: BLE001
+                continue
+            if name not in attrs and (value is None or isinstance(value, (bool, int))):
+                attrs[name] = value
     tensors = []
     for name, tensor in list(mixer.named_parameters())[:MAX_TENSORS]:
         tensors.append([name, len(getattr(tensor, "shape", ()))])
