@@ -158,8 +158,9 @@ def _analyze(
     arch["confirmed_by_weights"], layer_findings = confirm_layers(arch, safetensors)
     findings.extend(layer_findings)
     findings.extend(family_findings(view, model_type, text_type, layout))
-    unknown = layout_unknown(arch, view, layout)
-    findings.extend(unknown or kv_geometry_unknown(arch, view, layout, is_known(model_type, text_type)))
+    known = is_known(model_type, text_type)
+    unknown = layout_unknown(arch, view, layout, known)
+    findings.extend(unknown or kv_geometry_unknown(arch, view, layout, known))
     if unknown and isinstance(arch["params"], dict):
         arch["params"]["assumptions"].append("every layer a full-attention layer (the layout was not understood)")
     if not is_known(model_type, text_type) and not view.present("ssm_cfg", "attn_cfg"):

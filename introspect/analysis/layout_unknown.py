@@ -18,7 +18,7 @@ from typing import Any
 
 from introspect.analysis.config_view import ConfigView
 from introspect.analysis.findings import Finding, Severity
-from introspect.analysis.layers import FALLBACK_SOURCES, LayerLayout
+from introspect.analysis.layers import ALL_SLIDING, FALLBACK_SOURCES, LayerLayout
 from introspect.analysis.mixers import ATTENTION_KINDS
 
 # Key names that say something about which mixer each layer has.
@@ -69,16 +69,22 @@ def _layout_shaped(value: Any, n: int) -> bool:
     return False
 
 
-def layout_unknown(arch: dict[str, Any], view: ConfigView, layout: LayerLayout) -> list[Finding]:
-    """Null the layer kinds, pure attention and the KV figure when the layout was not understood."""
+def layout_unknown(arch: dict[str, Any], view: ConfigView, layout: LayerLayout, known: bool = True) -> list[Finding]:
+    """Null the layer kinds, pure attention and the KV figure when the layout was not understood.
+
+    A window key alone says every layer slides only in a family whose row says so (Mistral); in
+    another it may bound some layers or none (transformers 5.24 modeling_kyutai_speech_to_text.py
+    keeps ``sliding_window`` on every layer and masks with ``create_causal_mask``: full attention)."""
     n = len(layout.pattern)
     if not n:
         return []
     keys = unread_layout_keys(view, n) if layout.source in FALLBACK_SOURCES else []
-    if not keys and not layout.unknown:
+    window_only = not known and layout.source == ALL_SLIDING
+    if not keys and not layout.unknown and not window_only:
         return []
     what = ([f"layer types not understood: {', '.join(layout.unknown[:10])}"] if layout.unknown else []) + (
-        [f"config keys not understood: {', '.join(keys[:12])}"] if keys else [])
+        [f"config keys not understood: {', '.join(keys[:12])}"] if keys else []) + (
+        ["a sliding window with no layout, in a family introspect has no row for"] if window_only else [])
     section = arch["layers"]
     section.update({"pattern": None, "kinds": None, "pure_attention": None, "understood": False,
                     "unknown_keys": keys + list(layout.unknown)})
