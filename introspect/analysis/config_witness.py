@@ -29,7 +29,7 @@ COMPARED: tuple[tuple[str, Callable[[dict[str, Any]], Any]], ...] = (
     ("KV cache bytes per token", lambda a: as_dict(a.get("kv_cache")).get("bytes_per_token")),
 )
 # The file's own findings that the class's reading answers (it read the same keys with the defaults filled).
-ANSWERED = frozenset({"layout-unknown", "layers-unknown"})
+ANSWERED = frozenset({"layout-unknown", "layers-unknown", "kv-geometry-unknown"})
 
 
 def class_config(raw: dict[str, Any]) -> dict[str, Any] | None:
@@ -53,7 +53,8 @@ def with_class_defaults(config: dict[str, Any], derived: dict[str, Any]) -> dict
 
 
 def settle_with_class(file_section: Section, class_section: Section, raw: dict[str, Any]) -> Section:
-    """The architecture read from the class's config, with the file's disagreements as findings."""
+    """The file's reading (with the class's defaults), or the class's own where the file left the layout or the
+    layer count unknown; either way, the layouts the two readings state differently as findings."""
     file_arch, file_findings = file_section
     arch, findings = class_section
     if any(f.code == "analysis-failed" for f in findings):
