@@ -16,7 +16,7 @@ from typing import Any
 from introspect.analysis.code_layers import CodeLayer, code_layers
 from introspect.analysis.findings import Finding, Severity
 from introspect.analysis.kinds import CHUNKED, CROSS, RECURRENT, SLIDING
-from introspect.analysis.kv_cache import DTYPE_BYTES
+from introspect.analysis.kv_cache import DTYPE_BYTES, kv_section
 from introspect.analysis.layers import LayerLayout
 from introspect.analysis.mixer_math import indexer_kv_elements
 from introspect.analysis.mixers import ATTENTION_KINDS, RECURRENT_KINDS
@@ -122,19 +122,10 @@ def _kv_cache(arch: dict[str, Any], layers: list[CodeLayer],
     _keep_rules_state(per_kind, as_dict(rules.get("per_kind")))
     if CROSS in per_kind:
         per_kind[CROSS]["note"] = "K/V of the image/encoder input, cached once per sequence, not per token"
-    attention_bytes = None if unknown else sum(int(e.get("bytes_per_token", 0)) for k, e in per_kind.items()
-                                                  if k in ATTENTION_KINDS)
-    window = as_dict(arch.get("attention")).get("sliding_window")
-    chunk = as_dict(arch.get("attention")).get("attention_chunk_size")
-    bounded = sum(int(per_kind.get(k, {}).get("bytes_per_token", 0)) for k, cap in ((SLIDING, window),
-                                                                                    (CHUNKED, chunk)) if cap)
-    kv = {"dtype": dtype, "dtype_assumed": dtype not in DTYPE_BYTES,
-          "bytes_per_element": width, "bytes_per_token": attention_bytes, "per_kind": per_kind,
-          "state_bytes_per_sequence": _state_total(per_kind),
-          "sliding_window_cap": max((c for k, c in ((SLIDING, window), (CHUNKED, chunk)) if c and k in per_kind),
-                                    default=None),
-          "bytes_per_token_beyond_window": None if attention_bytes is None else attention_bytes - bounded,
-          "settled_by": "model_code", "why": WHY}
+    kv = kv_section(per_kind, as_dict(arch.get("attention")), dtype, width) | {"settled_by": "model_code", "why": WHY}
+    if unknown:
+        kv.update(bytes_per_token=None, bytes_per_token_beyond_window=None)
+    attention_bytes = kv["bytes_per_token"]
     findings = []
     if unknown:
         findings.append(Finding(Severity.WARNING, "kv-width-unknown",
@@ -166,7 +157,3 @@ def _keep_rules_state(per_kind: dict[str, dict[str, Any]], rules: dict[str, Any]
         if kind not in ATTENTION_KINDS and isinstance(theirs.get("state_bytes_per_layer"), int):
             entry["state_bytes_per_layer"] = theirs["state_bytes_per_layer"]
             entry["state_bytes_per_sequence"] = theirs["state_bytes_per_layer"] * entry["layers"]
-
-
-def _state_total(per_kind: dict[str, dict[str, Any]]) -> int:
-    return sum(int(e.get("state_bytes_per_sequence", 0)) for e in per_kind.values())

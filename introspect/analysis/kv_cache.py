@@ -93,6 +93,28 @@ def _bounded_caps(attention: dict[str, Any]) -> dict[str, int | None]:
     return {SLIDING: attention.get("sliding_window"), CHUNKED: attention.get("attention_chunk_size")}
 
 
+def kv_section(per_kind: dict[str, dict[str, Any]], attention: dict[str, Any], dtype: str | None,
+               width: int) -> dict[str, Any]:
+    """The section around per-kind entries: the per-token total, the state per sequence, and what is
+    left growing past the sliding window or attention chunk (shared by the rules and the model-code witness)."""
+    caps = {kind: cap for kind, cap in _bounded_caps(attention).items() if kind in per_kind}
+    attention_bytes = sum(per_kind[k].get("bytes_per_token", 0) for k in per_kind if k in ATTENTION_KINDS)
+    bounded = sum(per_kind[k].get("bytes_per_token", 0) for k, cap in caps.items() if cap)
+    window = max((cap for cap in caps.values() if cap), default=None)
+    return {
+        "dtype": dtype,
+        "dtype_assumed": dtype not in DTYPE_BYTES,  # unknown or absent: 2 bytes assumed
+        "bytes_per_element": width,
+        "bytes_per_token": attention_bytes,
+        "per_kind": per_kind,
+        "state_bytes_per_sequence": sum(
+            entry.get("state_bytes_per_sequence", 0) for entry in per_kind.values()
+        ),
+        "sliding_window_cap": window,
+        "bytes_per_token_beyond_window": attention_bytes - bounded,
+    }
+
+
 def analyze_kv_cache(
     view: ConfigView, layout: LayerLayout, attention: dict[str, Any], hidden: int | None,
     family: Family | None = None,
@@ -120,22 +142,7 @@ def analyze_kv_cache(
                 entry["state_bytes_per_sequence"] = state * layers
         per_kind[kind] = entry
 
-    caps = {kind: cap for kind, cap in _bounded_caps(attention).items() if kind in per_kind}
-    attention_bytes = sum(per_kind[k].get("bytes_per_token", 0) for k in per_kind if k in ATTENTION_KINDS)
-    bounded = sum(per_kind[k].get("bytes_per_token", 0) for k, cap in caps.items() if cap)
-    window = max((cap for cap in caps.values() if cap), default=None)
-    out = {
-        "dtype": dtype,
-        "dtype_assumed": dtype not in DTYPE_BYTES,  # unknown or absent: 2 bytes assumed
-        "bytes_per_element": width,
-        "bytes_per_token": attention_bytes,
-        "per_kind": per_kind,
-        "state_bytes_per_sequence": sum(
-            entry.get("state_bytes_per_sequence", 0) for entry in per_kind.values()
-        ),
-        "sliding_window_cap": window,
-        "bytes_per_token_beyond_window": attention_bytes - bounded,
-    }
+    out = kv_section(per_kind, attention, dtype, width)
     if indexer_kv_elements(attention):
         # Included in bytes_per_token_per_layer: the indexer's own keys beside the MLA latent.
         out["indexer_bytes_per_token_per_layer"] = indexer_kv_elements(attention) * width

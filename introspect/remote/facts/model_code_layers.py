@@ -114,8 +114,9 @@ def mixer_geometry(mixer: Any) -> Dict[str, Any]:
         # A wrapper around the module that holds the projections (modeling_gpt_neo.py GPTNeoAttention
         # keeps them in its .attention): read that one.
         for _, child in mixer.named_children():
-            if _outputs(child):
-                inner, outputs = child, _outputs(child)
+            found = _outputs(child)
+            if found:
+                inner, outputs = child, found
                 break
     attrs: Dict[str, Any] = {}
     for owner in (inner, mixer):
