@@ -106,6 +106,7 @@ def _kv_cache(arch: dict[str, Any], layers: list[CodeLayer],
     indexer = indexer_kv_elements(as_dict(arch.get("attention")))
     for kind, count in sorted(layout.components.items()):
         per_kind[kind] = {"layers": count}
+    widths: dict[str, Counter[int]] = {}  # per kind, the bytes each of its (single-mixer) layers keeps
     for layer, kind in zip(layers, layout.pattern, strict=True):  # the settled kinds: the config's flavour kept
         for part in kind.split("+"):
             if part not in ATTENTION_KINDS:
@@ -116,9 +117,13 @@ def _kv_cache(arch: dict[str, Any], layers: list[CodeLayer],
             elif layer.kv_shared:
                 entry["kv_shared_layers"] = entry.get("kv_shared_layers", 0) + 1
             else:
-                extra = indexer if part != SLIDING else 0
-                entry["bytes_per_token"] = entry.get("bytes_per_token", 0) + (layer.kv_elements + extra) * width
-    _per_layer_widths(per_kind, layers, layout.pattern, width)
+                layer_bytes = (layer.kv_elements + (indexer if part != SLIDING else 0)) * width
+                entry["bytes_per_token"] = entry.get("bytes_per_token", 0) + layer_bytes
+                if "+" not in kind:
+                    widths.setdefault(part, Counter())[layer_bytes] += 1
+    for part, seen in widths.items():
+        if len(seen) == 1:  # every layer of the kind keeps the same width (else the per-layer figure is omitted)
+            per_kind[part]["bytes_per_token_per_layer"] = next(iter(seen))
     _keep_rules_state(per_kind, as_dict(rules.get("per_kind")))
     if CROSS in per_kind:
         per_kind[CROSS]["note"] = "K/V of the image/encoder input, cached once per sequence, not per token"
@@ -136,18 +141,6 @@ def _kv_cache(arch: dict[str, Any], layers: list[CodeLayer],
     if isinstance(said, int) and attention_bytes is not None and said != attention_bytes:
         findings.append(_disagree("KV cache bytes per token", said, attention_bytes))
     return kv, findings
-
-
-def _per_layer_widths(per_kind: dict[str, dict[str, Any]], layers: list[CodeLayer], pattern: list[str],
-                      width: int) -> None:
-    """``bytes_per_token_per_layer`` where every layer of a kind keeps the same width (else omitted)."""
-    widths: dict[str, Counter[int]] = {}
-    for layer, kind in zip(layers, pattern, strict=True):
-        if layer.kv_elements is not None and not layer.kv_shared and "+" not in kind:
-            widths.setdefault(kind, Counter())[layer.kv_elements * width] += 1
-    for kind, seen in widths.items():
-        if kind in per_kind and kind in ATTENTION_KINDS and len(seen) == 1:
-            per_kind[kind]["bytes_per_token_per_layer"] = next(iter(seen))
 
 
 def _keep_rules_state(per_kind: dict[str, dict[str, Any]], rules: dict[str, Any]) -> None:

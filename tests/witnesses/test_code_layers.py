@@ -111,3 +111,18 @@ def test_a_disagreement_names_both_readings() -> None:
 def test_generic_recurrent_is_not_at_odds_with_a_named_one() -> None:
     assert generic_kinds({"recurrent": 3, "full_attention": 1}) == generic_kinds({"mamba2": 3, "full_attention": 1})
     assert generic_kinds({"recurrent": 3}) != generic_kinds({"full_attention": 3})
+
+
+def test_dsa_layers_keep_the_indexer_keys_beside_the_latent() -> None:
+    """vLLM deepseek_v2.py DeepseekV32IndexerCache: one index_head_dim key per token per layer beside the
+    MLA latent, in the per-layer figure as in the total (as the rules' kv_cache.py counts it)."""
+    runs = [{"start": 0, "count": 2, "class": "DeepseekV32DecoderLayer", "attrs": {},
+             "mixers": [mixer("DeepseekV32Attention", outputs={"kv_a_proj_with_mqa": 576},
+                              attrs={"kv_lora_rank": 512, "qk_rope_head_dim": 64})]}]
+    arch = {"dtype": "bfloat16", "layers": {"pattern": ["full_attention"] * 2, "kinds": {"full_attention": 2}},
+            "attention": {"type": "MLA", "num_heads": 128, "kv_lora_rank": 512, "qk_rope_head_dim": 64,
+                          "sparse_indexer": {"index_head_dim": 128, "index_n_heads": 64, "index_topk": 2048}},
+            "kv_cache": {"bytes_per_token": 2 * (576 + 128) * 2}, "summary": {}}
+    assert not settle_layers_from_code(arch, _probe(runs))
+    entry = arch["kv_cache"]["per_kind"]["full_attention"]
+    assert (entry["bytes_per_token_per_layer"], entry["bytes_per_token"]) == ((576 + 128) * 2, 2 * (576 + 128) * 2)
