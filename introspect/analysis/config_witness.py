@@ -17,6 +17,7 @@ from collections.abc import Callable
 from typing import Any
 
 from introspect.analysis.findings import Finding, Severity
+from introspect.analysis.layout_unknown import UNKNOWN_CODES
 from introspect.remote.contract import as_dict
 
 Section = tuple[dict[str, Any], list[Finding]]
@@ -28,8 +29,6 @@ COMPARED: tuple[tuple[str, Callable[[dict[str, Any]], Any]], ...] = (
     ("attention type", lambda a: as_dict(a.get("attention")).get("type")),
     ("KV cache bytes per token", lambda a: as_dict(a.get("kv_cache")).get("bytes_per_token")),
 )
-# The file's own findings that the class's reading answers (it read the same keys with the defaults filled).
-ANSWERED = frozenset({"layout-unknown", "layers-unknown", "kv-geometry-unknown"})
 
 
 def class_config(raw: dict[str, Any]) -> dict[str, Any] | None:
@@ -62,7 +61,8 @@ def settle_with_class(file_section: Section, class_section: Section, raw: dict[s
     settles = (as_dict(file_arch.get("layers")).get("understood") is False or file_arch.get("num_layers") is None) \
         and as_dict(arch.get("layers")).get("understood") is not False and arch.get("num_layers") is not None
     if settles:
-        out = [f for f in file_findings if f.code not in ANSWERED]
+        # The file's "not stated" findings yield to the class's reading, which re-states what still holds.
+        out = [f for f in file_findings if f.code not in UNKNOWN_CODES]
         out += [f for f in findings if f.key not in {g.key for g in out}]
         as_dict(arch.get("layers"))["settled_by"] = "config_class"
     else:

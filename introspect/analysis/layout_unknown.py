@@ -125,3 +125,20 @@ def kv_geometry_unknown(arch: dict[str, Any], view: ConfigView, layout: LayerLay
                     f"the KV cache per token is not stated: {why}",
                     "# run the probe with torch and transformers in --venv so the model's own code settles it",
                     {"keys": lists, "kinds": kinds})]
+
+
+# Each "not stated" finding and the field whose null it announces: once a witness fills the field
+# (the config class, the model's code), the finding no longer holds.
+_ANNOUNCES = {
+    "layout-unknown": lambda arch: arch.get("layers", {}).get("understood") is False,
+    "kv-geometry-unknown": lambda arch: arch.get("kv_cache") is None,
+    "layers-unknown": lambda arch: arch.get("num_layers") is None,
+}
+
+
+UNKNOWN_CODES = frozenset(_ANNOUNCES)
+
+
+def still_unknown(arch: dict[str, Any], findings: list[Finding]) -> list[Finding]:
+    """``findings`` less the "not stated" ones whose field a witness has since settled."""
+    return [f for f in findings if f.code not in _ANNOUNCES or _ANNOUNCES[f.code](arch)]

@@ -15,6 +15,7 @@ from typing import Any
 from introspect.analysis.architecture import architecture_section
 from introspect.analysis.config_witness import class_config, settle_with_class, with_class_defaults
 from introspect.analysis.findings import Finding, Severity
+from introspect.analysis.layout_unknown import still_unknown
 from introspect.analysis.raw_findings import error_findings, missing_module_findings
 from introspect.analysis.raw_guard import guarded, repair_raw
 from introspect.analysis.result import (
@@ -108,10 +109,7 @@ def analyze(raw: RawFacts | dict[str, Any]) -> Profile:
     config = files.get("config")
     architecture, arch_findings = _architecture(raw, files, config)
     arch_findings += guarded("witnesses", lambda: apply_witnesses(architecture, raw), no_findings, damage)
-    if as_dict(architecture.get("layers")).get("understood") is not False:  # a witness settled the layout
-        arch_findings = [f for f in arch_findings if f.code != "layout-unknown"]
-    if as_dict(architecture.get("kv_cache")).get("settled_by") == "model_code":
-        arch_findings = [f for f in arch_findings if f.code != "kv-geometry-unknown"]
+    arch_findings = still_unknown(architecture, arch_findings)
     tokenizer, tok_findings = guarded("tokenizer", lambda: tokenizer_section(
         as_dict(raw.get("tokenizer_files")),
         raw.get("tokenizer_probe") if isinstance(raw.get("tokenizer_probe"), dict) else None,
