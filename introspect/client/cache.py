@@ -1,28 +1,52 @@
 """Local cache of raw facts, so a repeated probe of an unchanged model costs one round trip.
 
 Where: ``$INTROSPECT_CACHE_DIR``, else ``user_cache_dir("introspect")/probes``, one JSON
-file per key. Key: host, port, user, interpreter, model path and the probe options. Value: the
-raw facts plus the remote fingerprint (sizes and mtimes of the model dir's
-entries and of the interpreter's import path) they were gathered under. A hit
-needs the fingerprint taken now to equal the stored one; ``--refresh`` skips
+file per key. Key: introspect's version, host, port, user, interpreter, model path and the
+probe options. Value: the raw facts, a sha256 of them, and the remote fingerprint (sizes and
+mtimes of the model dir's entries and of the interpreter's import path) they were gathered
+under. A hit needs the fingerprint taken now to equal the stored one; ``--refresh`` skips
 the lookup. Runs that ended in a fatal error or a timeout are never stored.
-The directory is capped (``$INTROSPECT_CACHE_MAX_BYTES``, default 256 MiB): the least
-recently used entries go first. ``introspect cache info|clear`` shows and empties it.
+
+Nothing read from the directory is trusted (see :mod:`.cache_files`): an entry that is no
+regular file, too big, not JSON, of another schema or version, or whose raw facts are
+damaged is removed (healed) with a warning, and the probe runs live. A write that fails
+(a full disk) is a warning, never a failure of the probe. The directory is capped
+(``$INTROSPECT_CACHE_MAX_BYTES``, default 256 MiB): the least recently used entries go
+first, and partial files of writers that are gone go too. ``introspect cache info|clear``
+shows and empties it.
 """
 
 from __future__ import annotations
 
+import collections
 import contextlib
+import errno
 import hashlib
 import json
 import os
+import shlex
+import stat
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-CACHE_SCHEMA = 1
+from introspect.client.cache_files import (
+    ENTRY_MAX_BYTES,
+    Untrusted,
+    is_partial,
+    make_private_dirs,
+    read_entry,
+    remove_stale_partials,
+    write_private,
+)
+
+CACHE_SCHEMA = 2  # 2: the tool's version and a sha256 of the raw facts in every entry
 CACHE_MAX_ENV = "INTROSPECT_CACHE_MAX_BYTES"
 DEFAULT_MAX_BYTES = 256 * 1024 * 1024  # a Kimi K2 profile's raw facts are ~2 MB: over 100 models
+# Sections a stored run always has as objects (a run without them is never stored).
+REQUIRED_SECTIONS = ("target", "options", "files", "fingerprint")
+# What the cache had to say during this process's runs, drained by the CLI as warning lines.
+_WARNINGS: collections.deque[tuple[str, str | None]] = collections.deque(maxlen=32)
 
 
 @dataclass(frozen=True)
@@ -31,6 +55,7 @@ class CacheInfo:
     entries: int
     bytes: int
     max_bytes: int
+    partial_files: int = 0
 
 
 def max_bytes() -> int:
@@ -49,17 +74,91 @@ def default_dir() -> Path:
     return Path(platformdirs.user_cache_dir("introspect")) / "probes"
 
 
+def tool_version() -> str:
+    import introspect  # read at call time: the version of the code that runs
+
+    return str(introspect.__version__)
+
+
 def cache_key(target: dict[str, Any], options: dict[str, Any]) -> str:
-    material = json.dumps({"target": target, "options": options}, sort_keys=True)
+    # The version is part of the key: another release may gather or read raw facts differently.
+    material = json.dumps({"version": tool_version(), "target": target, "options": options},
+                          sort_keys=True, default=str)
     return hashlib.sha256(material.encode("utf-8")).hexdigest()
 
 
 def cacheable(raw: dict[str, Any]) -> bool:
-    if raw.get("fatal") or (raw.get("files") or {}).get("status") != "ok":
+    files = raw.get("files")
+    if raw.get("fatal") or not isinstance(files, dict) or files.get("status") != "ok":
         return False
     errors = raw.get("errors") or []
     return not any(isinstance(e, dict) and e.get("type") in ("timeout", "ProbeTimeout", "killed")
                    for e in errors)
+
+
+def drain_warnings() -> list[tuple[str, str | None]]:
+    """(text, fix) of each warning since the last call, once each, in order (then forgotten)."""
+    items = list(dict.fromkeys(_WARNINGS))
+    _WARNINGS.clear()
+    return items
+
+
+def _warn(text: str, hint: str | None = None) -> None:
+    _WARNINGS.append((text, hint))
+
+
+def _canonical(raw: Any) -> str:
+    return json.dumps(raw, sort_keys=True, separators=(",", ":"))
+
+
+def _checksum(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+def damage(raw: Any, digest: str) -> str | None:
+    """Why the raw facts of an entry cannot be served (None when they can)."""
+    if not isinstance(raw, dict) or raw.get("schema") != "introspect.raw/v1":
+        return "its raw facts are not introspect.raw/v1"
+    wrong = [name for name in REQUIRED_SECTIONS if not isinstance(raw.get(name), dict)]
+    if wrong:
+        return f"its raw facts lack {', '.join(wrong)}"
+    if raw["fingerprint"].get("digest") != digest:
+        return "its raw facts were gathered under another fingerprint"
+    if not cacheable(raw):
+        return "its raw facts are of a failed run"
+    from introspect.analysis.raw_guard import repair_raw  # the shapes `profile RAW.json` checks too
+
+    findings = repair_raw(raw)[1]
+    return f"its raw facts are damaged ({findings[0].message})" if findings else None
+
+
+def _check(entry: Any, key: str) -> tuple[str, dict[str, Any]]:
+    """(digest, raw facts) of a parsed entry; Untrusted when any part of it does not hold."""
+    if not isinstance(entry, dict) or not entry:
+        raise Untrusted("is empty" if entry in ({}, None, [], "") else "is not a cache entry")
+    if entry.get("schema") != CACHE_SCHEMA:
+        raise Untrusted(f"has schema {entry.get('schema')!r}, expected {CACHE_SCHEMA}")
+    if entry.get("version") != tool_version() or entry.get("key") != key:
+        raise Untrusted("was written by another introspect version or for another key")
+    digest, raw = entry.get("digest"), entry.get("raw")
+    if not isinstance(digest, str) or not digest:
+        raise Untrusted("has no fingerprint digest")
+    if entry.get("sha256") != _checksum(_canonical(raw)):
+        raise Untrusted("has raw facts that do not match their checksum (changed after they were written)")
+    reason = damage(raw, digest)
+    if reason:
+        raise Untrusted(reason)
+    assert isinstance(raw, dict)
+    return digest, raw
+
+
+def _write_hint(root: Path, exc: OSError) -> str:
+    where = shlex.quote(str(root))
+    if exc.errno in (errno.ENOSPC, errno.EDQUOT):
+        return f"df -h {where}  # free space there, or set INTROSPECT_CACHE_DIR to another file system"
+    if exc.errno in (errno.ENOTDIR, errno.EEXIST):
+        return f"ls -ld {where}  # not a directory: set INTROSPECT_CACHE_DIR to a directory, or pass --no-cache"
+    return f"ls -ld {where}  # make it writable, or set INTROSPECT_CACHE_DIR to a writable directory"
 
 
 class ProbeCache:
@@ -75,44 +174,82 @@ class ProbeCache:
         return stored[1] if stored is not None and stored[0] == digest else None
 
     def entry(self, key: str) -> tuple[str, dict[str, Any]] | None:
-        """(the digest it was stored under, the raw facts) of a readable entry, else None."""
+        """(the digest it was stored under, the raw facts) of a sound entry, else None.
+
+        An entry that is there but cannot be trusted is removed, with a warning."""
+        path = self._path(key)
         try:
-            entry = json.loads(self._path(key).read_text(encoding="utf-8"))
-        except (OSError, ValueError):
+            data = read_entry(path)
+            if data is None:
+                return None
+            try:
+                parsed = json.loads(data.decode("utf-8")) if data.strip() else None
+            except (ValueError, RecursionError) as exc:  # UnicodeDecodeError is a ValueError
+                raise Untrusted(f"is not JSON ({type(exc).__name__})") from None
+            return _check(parsed, key)
+        except Untrusted as why:
+            self._heal(path, str(why))
             return None
-        with contextlib.suppress(OSError):
-            os.utime(self._path(key))  # recently used: evicted last
-        if not isinstance(entry, dict) or entry.get("schema") != CACHE_SCHEMA:
-            return None
-        digest, raw = entry.get("digest"), entry.get("raw")
-        return (digest, raw) if isinstance(digest, str) and digest and isinstance(raw, dict) else None
+
+    def _heal(self, path: Path, why: str) -> None:
+        try:
+            if stat.S_ISDIR(os.lstat(path).st_mode):
+                raise IsADirectoryError(errno.EISDIR, "is a directory")
+            os.unlink(path)  # a link itself, never its target
+        except FileNotFoundError:
+            pass
+        except OSError as exc:
+            _warn(f"result cache entry {path} {why}, and cannot be removed ({exc.strerror or exc}); "
+                  "probed live", f"rm -r -- {shlex.quote(str(path))}  # then the cache works again")
+            return
+        _warn(f"result cache entry {path} {why}; removed it and probed live")
 
     def put(self, key: str, raw: dict[str, Any]) -> None:
-        digest = (raw.get("fingerprint") or {}).get("digest")
+        fingerprint = raw.get("fingerprint")
+        digest = fingerprint.get("digest") if isinstance(fingerprint, dict) else None
         if not digest or not cacheable(raw):
             return
         try:
-            self.root.mkdir(parents=True, exist_ok=True, mode=0o700)
-            tmp = self._path(key).with_suffix(f".tmp-{os.getpid()}")
-            tmp.write_text(json.dumps({"schema": CACHE_SCHEMA, "digest": digest, "raw": raw}), encoding="utf-8")
-            os.replace(tmp, self._path(key))
-            self.evict(keep=self._path(key))
-        except OSError:
-            pass  # a cache that cannot be written is only a slower next run
+            text = _canonical(raw)
+            text = _canonical(json.loads(text))  # as a reader will see it: keys as strings, lists
+            head = json.dumps({"schema": CACHE_SCHEMA, "version": tool_version(), "key": key,
+                               "digest": digest, "sha256": _checksum(text)})
+            data = f"{head[:-1]}, \"raw\": {text}}}".encode()
+        except (TypeError, ValueError, RecursionError) as exc:
+            _warn(f"result cache not written: the raw facts are not JSON ({exc})")
+            return
+        if len(data) > ENTRY_MAX_BYTES:
+            return  # the reader would refuse it: a bigger model is probed live each time
+        try:
+            make_private_dirs(self.root)
+            write_private(self._path(key), data)
+        except OSError as exc:  # a cache that cannot be written is only a slower next run
+            _warn(f"result cache not written to {self.root}: {exc.strerror or exc}", _write_hint(self.root, exc))
+            return
+        self.evict(keep=self._path(key))
 
     def _entries(self) -> list[tuple[float, int, Path]]:
-        """(last used, size, path) of every entry, least recently used first."""
+        """(last used, size, path) of every entry, least recently used first (links and FIFOs too)."""
         out = []
-        for path in self.root.glob("*.json"):
+        try:
+            scan = list(os.scandir(self.root))
+        except OSError:
+            return []
+        for item in scan:
+            if not item.name.endswith(".json"):
+                continue
             try:
-                st = path.stat()
+                st = item.stat(follow_symlinks=False)
             except OSError:
                 continue  # removed meanwhile by another run
-            out.append((st.st_mtime, st.st_size, path))
+            if not stat.S_ISDIR(st.st_mode):
+                out.append((st.st_mtime, st.st_size, Path(item.path)))
         return sorted(out)
 
     def evict(self, keep: Path | None = None) -> int:
-        """Remove least recently used entries until the directory is within the cap."""
+        """Remove partial files left by writers that are gone, then least recently used
+        entries until the directory is within the cap."""
+        remove_stale_partials(self.root)
         entries = self._entries()
         total, removed = sum(size for _, size, _ in entries), 0
         for _, size, path in entries:
@@ -127,17 +264,22 @@ class ProbeCache:
         return removed
 
     def info(self) -> CacheInfo:
-        entries = self._entries() if self.root.is_dir() else []
-        return CacheInfo(self.root, len(entries), sum(size for _, size, _ in entries), self.limit)
+        entries = self._entries()
+        try:
+            partial = sum(1 for name in os.listdir(self.root) if is_partial(name))
+        except OSError:
+            partial = 0
+        return CacheInfo(self.root, len(entries), sum(size for _, size, _ in entries), self.limit, partial)
 
     def clear(self) -> int:
-        """Remove every entry (and leftovers of interrupted writes); returns how many entries."""
+        """Remove every entry (and partial files of interrupted writes); returns how many entries.
+        Raises OSError when the directory cannot be listed."""
         if not self.root.is_dir():
             return 0
         count = 0
-        for path in self.root.iterdir():
-            if path.suffix == ".json" or ".tmp-" in path.name:
-                with contextlib.suppress(OSError):
-                    path.unlink()
-                    count += path.suffix == ".json"
+        for name in os.listdir(self.root):
+            if name.endswith(".json") or is_partial(name):
+                with contextlib.suppress(OSError):  # a directory of that name stays; gone meanwhile
+                    os.unlink(self.root / name)
+                    count += name.endswith(".json")
         return count
