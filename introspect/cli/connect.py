@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import shlex
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -40,7 +41,7 @@ def connection_options(func: Callable[..., Any]) -> Callable[..., Any]:
         click.option("--control-persist", metavar="TIME",
                      help="openssh: keep the ControlMaster for TIME after the run (e.g. 10m) and reuse it; "
                           "default: one master per host, closed at the end."),
-        click.option("--port", "-p", type=int, help="SSH port (default: ssh_config, else 22)."),
+        click.option("--port", "-p", type=click.IntRange(1, 65535), help="SSH port (default: ssh_config, else 22)."),
         click.option("--user", "-u", help="SSH user (default: ssh_config, else the local user)."),
         click.option("--identity", "-i", type=click.Path(dir_okay=False),
                      help="Private key file (agent keys and ~/.ssh keys are tried too)."),
@@ -133,9 +134,17 @@ def check_output_path(path: str | None, option: str) -> None:
     if not path or path == "-":
         return
     parent = Path(path).expanduser().parent
-    if not parent.is_dir():
-        raise UsageError(f"{option} {path}: directory {parent} does not exist",
-                         hint=f"create it first (mkdir -p {parent}), or write the file elsewhere")
+    if parent.is_dir():
+        return
+    # Name the component that is in the way: "does not exist" for a parent that is a file
+    # sends the user to mkdir -p, which then fails with "File exists".
+    blocker = next((p for p in (parent, *parent.parents) if p.exists() or p.is_symlink()), None)
+    if blocker is not None and blocker != parent.anchor and not blocker.is_dir():
+        quoted = shlex.quote(str(blocker))
+        raise UsageError(f"{option} {path}: {blocker} is not a directory",
+                         hint=f"ls -ld {quoted}  # move it, or write the file elsewhere")
+    raise UsageError(f"{option} {path}: directory {parent} does not exist",
+                     hint=f"mkdir -p {shlex.quote(str(parent))}  # or write the file elsewhere")
 
 
 def find_entry(inventory: Inventory | None, name: str | None) -> HostEntry | None:

@@ -118,6 +118,14 @@ def test_output_into_a_missing_directory_fails_before_connecting(tmp_path: Path)
     assert "internal error" not in result.stderr
 
 
+def test_output_under_a_file_names_the_file_in_the_way(tmp_path: Path) -> None:
+    (tmp_path / "notadir").write_text("x")
+    result = run_cli("probe", "--model", "/m", "--host", "127.0.0.9", "--port", "1", "-o",
+                     str(tmp_path / "notadir" / "sub" / "p.json"))
+    assert_clean_error(result, 2, "--output", f"{tmp_path / 'notadir'} is not a directory", "ls -ld")
+    assert "mkdir -p" not in result.stderr  # it would fail with "File exists"
+
+
 def _inventory(path: Path, client_keys, hosts: dict[str, tuple[str, int]], extra: str = "") -> Path:
     lines = [f"defaults:\n  identity: {client_keys.key}\n  known_hosts: {client_keys.known_hosts}\n{extra}hosts:"]
     lines += [f"  {name}:\n    address: {address}\n    port: {port}" for name, (address, port) in hosts.items()]
