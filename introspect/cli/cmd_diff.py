@@ -26,6 +26,7 @@ from introspect.cli.connect import (
 from introspect.cli.jsonout import echo_json
 from introspect.cli.options import BYTE_SIZE
 from introspect.cli.progress import Phases
+from introspect.cli.safe_text import visible
 from introspect.cli.session import session
 from introspect.client.diff import LiveOptions, parse_side, profiles_for
 from introspect.errors import EXIT_FINDINGS, EXIT_OK, UsageError
@@ -52,34 +53,40 @@ def show(value: Any) -> str:
     return text if len(text) <= MAX_VALUE else text[: MAX_VALUE - 3] + "..."
 
 
+def _echo(text: str = "", **style: Any) -> None:
+    """One plain line of the diff, its host-controlled text (model_type, tokens, template lines,
+    paths) with control characters escaped (see :mod:`introspect.cli.safe_text`)."""
+    click.secho(visible(text), **style)
+
+
 def _template_lines(template: dict[str, Any]) -> None:
     source = template.get("source_b") or template.get("source_a") or "chat template"
-    click.echo(f"  chat template ({source}) differs: sha256 {show(template.get('sha256_a'))} -> "
-               f"{show(template.get('sha256_b'))}")
+    _echo(f"  chat template ({source}) differs: sha256 {show(template.get('sha256_a'))} -> "
+          f"{show(template.get('sha256_b'))}")
     for line in template.get("lines") or []:
         color = "green" if line.startswith("+") else "red" if line.startswith("-") else None
-        click.secho(f"    {line}", fg=color)
+        _echo(f"    {line}", fg=color)
     if template.get("truncated"):
-        click.echo("    ... (diff truncated)")
+        _echo("    ... (diff truncated)")
 
 
 def print_human(result: dict[str, Any]) -> None:
     labels = result["labels"]
-    click.echo(f"A: {labels['a']}")
-    click.echo(f"B: {labels['b']}")
+    _echo(f"A: {labels['a']}")
+    _echo(f"B: {labels['b']}")
     for name, group in result["groups"].items():
         count = len(group["changes"])
-        click.secho(f"{name}: " + ("identical" if group["identical"] else f"{count} difference{'s' * (count != 1)}"),
-                    bold=True)
+        _echo(f"{name}: " + ("identical" if group["identical"] else f"{count} difference{'s' * (count != 1)}"),
+              bold=True)
         width = max((len(c["key"]) for c in group["changes"]), default=0)
         for change in group["changes"]:
-            click.echo(f"  {change['key']:<{width}}  {show(change['a'])}  ->  {show(change['b'])}")
+            _echo(f"  {change['key']:<{width}}  {show(change['a'])}  ->  {show(change['b'])}")
         if group.get("template_diff"):
             _template_lines(group["template_diff"])
         for note in group.get("notes") or []:
-            click.echo(f"  note: {note}")
+            _echo(f"  note: {note}")
     differing = [n for n, g in result["groups"].items() if not g["identical"]]
-    click.echo("result: identical" if result["identical"] else f"result: different ({', '.join(differing)})")
+    _echo("result: identical" if result["identical"] else f"result: different ({', '.join(differing)})")
 
 
 # --------------------------------------------------------------------------- command

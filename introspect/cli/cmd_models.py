@@ -25,6 +25,7 @@ from introspect.cli.options import HostSelection, fleet_options
 from introspect.cli.outcome import Finished, Notice, combined, notice
 from introspect.cli.progress import Phases, host_rows
 from introspect.cli.render_term import Col, escape, human_bytes, human_count, make_console, print_rows
+from introspect.cli.safe_text import one_line
 from introspect.cli.session import session
 from introspect.client.discover import (
     DEFAULT_MAX_DEPTH,
@@ -100,9 +101,9 @@ def print_human(results: list[HostResult]) -> list[Notice]:
         print_rows(console, *model_rows(results, show_host))
     for result in results:
         if result.error is None and not result.models:
-            click.echo(f"{result.job.name}: no model directories found (roots: "
-                       f"{', '.join(result.job.roots or result.job.optional_roots)}; HF cache: "
-                       f"{(result.facts.get('hf_cache') or {}).get('path')})")
+            click.echo(one_line(f"{result.job.name}: no model directories found (roots: "
+                                f"{', '.join(result.job.roots or result.job.optional_roots)}; HF cache: "
+                                f"{(result.facts.get('hf_cache') or {}).get('path')})"))
     return problems(results)
 
 

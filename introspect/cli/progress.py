@@ -32,9 +32,9 @@ class Phases:
 
     def __enter__(self) -> Phases:
         if enabled():
-            from rich.console import Console
+            from introspect.cli.safe_text import safe_console
 
-            console = Console(stderr=True, highlight=False, emoji=False)
+            console = safe_console(stderr=True, highlight=False, emoji=False)
             self._status = console.status(self._text(self.first))
             self._status.start()
         return self
@@ -62,7 +62,6 @@ def host_rows(total: int, label: str, row: Callable[[Any], str]) -> Iterator[Cal
     if not enabled():
         yield lambda _result: None
         return
-    from rich.console import Console
     from rich.progress import (
         BarColumn,
         MofNCompleteColumn,
@@ -72,7 +71,9 @@ def host_rows(total: int, label: str, row: Callable[[Any], str]) -> Iterator[Cal
         TimeElapsedColumn,
     )
 
-    console = Console(stderr=True, highlight=False, emoji=False, soft_wrap=True)
+    from introspect.cli.safe_text import safe_console
+
+    console = safe_console(stderr=True, highlight=False, emoji=False, soft_wrap=True)
     progress = Progress(SpinnerColumn(), TextColumn(label), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                         console=console, transient=True)
     task = progress.add_task(label, total=total)

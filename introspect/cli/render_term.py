@@ -1,7 +1,8 @@
 """Terminal output that never crops what identifies a row, and fixes that can be pasted.
 
 - :func:`make_console`: rich without emoji codes or highlighting (``package:six:`` stays text);
-  data goes through :func:`rich.markup.escape` at every call site.
+  data goes through :func:`rich.markup.escape` at every call site, and control characters in it
+  are shown as escapes (:mod:`introspect.cli.safe_text`).
 - :func:`print_rows`: a table whose identifying columns (host, path, run id) and numbers
   never wrap and are never cut; free text comes last and folds. When the identifying
   columns alone are wider than the terminal, each row becomes a block of lines
@@ -54,9 +55,9 @@ def escape(text: str) -> str:
 
 
 def make_console(*, stderr: bool = False) -> Console:
-    from rich.console import Console
+    from introspect.cli.safe_text import safe_console  # host-controlled text shown, never obeyed
 
-    console = Console(stderr=stderr, highlight=False, emoji=False, soft_wrap=False)
+    console = safe_console(stderr=stderr, highlight=False, emoji=False, soft_wrap=False)
     if session().wide and not stderr:
         console.width = WIDE_COLUMNS
     return console
@@ -71,7 +72,10 @@ class Col:
 def _width(cell: str) -> int:
     from rich.text import Text
 
-    return max((Text.from_markup(line).cell_len for line in cell.splitlines()), default=0)
+    from introspect.cli.safe_text import visible
+
+    # The width the console will print: control characters as their escapes (safe_text).
+    return max((Text.from_markup(visible(line)).cell_len for line in cell.splitlines()), default=0)
 
 
 def _natural(cols: Sequence[Col], rows: Sequence[Sequence[str]], kinds: tuple[str, ...]) -> int:

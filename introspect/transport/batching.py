@@ -48,6 +48,8 @@ def _each(executor: Executor, python: str, items: list[BatchItem], stdout: bytes
           missing: Callable[[BatchItem, bool], Exception]) -> list[ProbeReply | Exception]:
     """A reply or an error for every item, read off the frames on stdout."""
     replies, problem = _frames(stdout)
+    if isinstance(problem, IntrospectError) and problem.host is None:
+        problem.host = executor.label  # which host's output was damaged
     if None in replies:  # an interpreter too old for the probe says so once, for every task
         try:
             executor._check_fatal(python, replies.pop(None))
@@ -69,13 +71,20 @@ def _each(executor: Executor, python: str, items: list[BatchItem], stdout: bytes
 
 
 def _frames(stdout: bytes) -> tuple[dict[Any, dict[str, Any]], Exception | None]:
-    """The replies by key, and the error that spoiled the rest of the output, if any."""
+    """The replies by key (the last valid frame of each key answers), and the error that spoiled
+    the output, if any.
+
+    An interpreter too old for the probe writes one keyless ``fatal`` frame and nothing after it,
+    so only a last frame counts as fatal: a stale one a login script printed before the batch's
+    own replies must not discard them (nor a keyless frame stand for a task).
+    """
     try:
         frames = shipping.parse_frames(stdout)
     except ProtocolError as exc:
         return {}, exc
-    fatal = next((f for f in frames if f.get("fatal")), None)
-    return ({None: fatal} if fatal is not None else {f.get("key"): f for f in frames}), None
+    if frames and frames[-1].get("fatal"):
+        return {None: frames[-1]}, None
+    return {f["key"]: f for f in frames if f.get("key") is not None and not f.get("fatal")}, None
 
 
 def _missing(executor: Executor, python: str, item: BatchItem, result: ExecResult, stderr: str,

@@ -21,9 +21,9 @@ from importlib import resources
 from typing import TYPE_CHECKING, Any
 
 from introspect import __version__
-from introspect.errors import ProtocolError
 from introspect.remote import runner  # noqa: F401  # callers read the frame markers here too
-from introspect.remote.contract import BEGIN, END, PROTOCOL
+from introspect.remote.contract import PROTOCOL
+from introspect.transport import frames
 
 if TYPE_CHECKING:
     from importlib.abc import Traversable
@@ -209,42 +209,19 @@ def batch_envelope(items: list[dict[str, Any]]) -> bytes:
 
 
 def parse_frames(stdout: bytes) -> list[dict[str, Any]]:
-    """Every complete frame on stdout, in order (a batch writes one per task)."""
-    frames: list[dict[str, Any]] = []
-    start = stdout.find(BEGIN)
-    while start >= 0:
-        end = stdout.find(END, start)
-        if end < 0:
-            break
-        reply = parse_reply(stdout[start:end + len(END)])
-        if reply is not None:
-            frames.append(reply)
-        start = stdout.find(BEGIN, end)
-    return frames
+    """Every complete, valid frame on stdout, in order (a batch writes one per task); frames that
+    fail their type check are skipped (see :mod:`introspect.transport.frames`), and when none is
+    valid the last one's ProtocolError is raised."""
+    return frames.valid_frames(stdout)
 
 
 def parse_reply(stdout: bytes) -> dict[str, Any] | None:
-    """The last complete frame on stdout, or None when there is none (noise, truncation)."""
-    start = stdout.rfind(BEGIN)
-    if start < 0:
+    """The last complete valid frame on stdout, or None when there is none (noise, truncation).
+
+    A frame begun after it and never ended is the real reply cut short (the probe writes its
+    frame last): None then, so the caller reports the truncation instead of an earlier frame.
+    """
+    if frames.truncated_after(stdout):
         return None
-    end = stdout.find(END, start)
-    if end < 0:
-        return None
-    try:
-        # The probe caps what it parses at MAX_JSON_DEPTH, but a reply is still untrusted text:
-        # json's recursive decoder must not meet a nesting that exhausts the stack here.
-        reply = json.loads(stdout[start + len(BEGIN):end].decode("utf-8"))
-    except RecursionError:
-        raise ProtocolError("the probe's reply nests too deeply to be read",
-                            hint="report this as a bug with --debug output") from None
-    except ValueError as exc:
-        raise ProtocolError(f"the probe's reply is not valid JSON: {exc}",
-                            hint="report this as a bug with --debug output") from exc
-    if not isinstance(reply, dict):
-        raise ProtocolError("the probe's reply is not a JSON object")
-    if reply.get("protocol") != PROTOCOL:
-        raise ProtocolError(
-            f"remote probe speaks protocol {reply.get('protocol')!r}, this introspect {PROTOCOL}",
-            hint="use the same introspect version on both sides")
-    return reply
+    found = frames.valid_frames(stdout)
+    return found[-1] if found else None
