@@ -9,6 +9,8 @@ never escape past it.
 
 from __future__ import annotations
 
+from introspect.redact import scrub
+
 EXIT_OK = 0
 EXIT_FINDINGS = 1
 EXIT_USAGE = 2
@@ -22,6 +24,7 @@ class IntrospectError(Exception):
 
     def __init__(self, message: str, *, hint: str | None = None, host: str | None = None,
                  stage: str | None = None) -> None:
+        message, hint = scrub(message), scrub(hint)  # no secret in any error, wherever it is shown
         super().__init__(message)
         self.message = message
         self.hint = hint

@@ -3,7 +3,8 @@
 Versions come from the installed distributions' metadata (nothing heavy is imported:
 ``env`` answers in well under a second even where transformers takes seconds to load).
 Environment variables are shown by name; the value only for the few that are paths or
-switches, never for anything that may hold a secret.
+switches, never for anything whose name looks secret (:func:`introspect.redact.is_secret_name`,
+the host's rule), and even then masked by the shared patterns (a password in a URL).
 """
 
 from __future__ import annotations
@@ -19,7 +20,9 @@ import click
 
 from introspect import __version__
 from introspect.cli.jsonout import echo_json
+from introspect.cli.safe_text import visible
 from introspect.cli.session import session
+from introspect.redact import is_secret_name, scrub
 
 SCHEMA = "introspect.env/v1"
 DISTRIBUTIONS = ("paramiko", "invoke", "click", "rich", "pyyaml", "platformdirs", "packaging",
@@ -27,7 +30,6 @@ DISTRIBUTIONS = ("paramiko", "invoke", "click", "rich", "pyyaml", "platformdirs"
 # Variables whose value is shown: paths and switches that change what introspect does.
 SHOWN_VALUES = ("INTROSPECT_CACHE_DIR", "INTROSPECT_HOSTS", "HF_HOME", "HF_HUB_CACHE", "HF_HUB_OFFLINE",
                 "TRANSFORMERS_OFFLINE", "SSH_AUTH_SOCK", "COLUMNS", "NO_COLOR", "TERM")
-SECRET_WORDS = ("TOKEN", "KEY", "SECRET", "PASSWORD", "PASSWD", "CREDENTIAL", "AUTH")
 
 
 def _version(name: str) -> str | None:
@@ -45,20 +47,20 @@ def redacted_environment(environ: dict[str, str]) -> dict[str, str]:
         relevant = name in SHOWN_VALUES or name.startswith(("INTROSPECT_", "HF_"))
         if not relevant:
             continue
-        secret = any(word in name.upper() for word in SECRET_WORDS) and name != "SSH_AUTH_SOCK"
-        out[name] = environ[name] if name in SHOWN_VALUES and not secret else "<set>"
+        # SSH_AUTH_SOCK names a socket path, not a secret, whatever "AUTH" says.
+        secret = is_secret_name(name) and name != "SSH_AUTH_SOCK"
+        out[name] = scrub(environ[name]) if name in SHOWN_VALUES and not secret else "<set>"
     return out
 
 
 def _paths() -> dict[str, dict[str, Any]]:
-    import platformdirs
-
     from introspect.checks.history import default_path
     from introspect.client.cache import default_dir
+    from introspect.userconfig import user_dir
 
     home = Path.home()
     paths = {
-        "config dir": Path(platformdirs.user_config_dir("introspect")),
+        "config dir": user_dir("config"),  # where config_path() looks, XDG fallback included
         "history database": default_path(),
         "result cache": default_dir(),
         "ssh config": home / ".ssh" / "config",
@@ -102,5 +104,5 @@ def env(as_json: bool) -> int:
     if doc["environment"]:
         lines += ["", "environment:"]
         lines += [f"  {name}={value}" for name, value in doc["environment"].items()]
-    click.echo("\n".join(lines))  # plain lines, never wrapped: they are pasted into issues
+    click.echo(visible("\n".join(lines)))  # plain lines, never wrapped: they are pasted into issues
     return 0

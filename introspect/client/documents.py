@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from introspect.errors import InputError
+from introspect.redact import scrub_document
 from introspect.remote.readers import nesting_too_deep
 
 # Raw facts nest a config (at most 64 levels deep on the host) a few levels down; a saved
@@ -65,5 +66,6 @@ def strict(value: Any) -> Any:
 
 
 def dumps(value: Any, indent: int | None = 2) -> str:
-    """Strict JSON text (never NaN or Infinity) of a document introspect prints or saves."""
-    return json.dumps(strict(value), indent=indent, allow_nan=False, default=str)
+    """Strict JSON text (never NaN or Infinity) of a document introspect prints or saves,
+    secrets masked (:func:`introspect.redact.scrub_document`: the guard of --json, --output, --save-raw)."""
+    return json.dumps(strict(scrub_document(value)), indent=indent, allow_nan=False, default=str)

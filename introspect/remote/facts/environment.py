@@ -27,9 +27,11 @@ distribution, else the module name itself); ``distribution_source`` says which:
 "installed", "static-map", "module-name" or null.
 
 Redaction is by name, without exceptions: any variable whose name contains
-token, secret, password, passwd, key, access, credential or auth shows
-"<redacted>" (so TIKTOKEN_CACHE_DIR and TOKENIZERS_PARALLELISM are redacted too);
-``user:password@`` inside URL values is redacted whatever the name.
+token, secret, password, passwd, passphrase, key, access, credential, auth, signature
+or cookie shows "<redacted>" (so TIKTOKEN_CACHE_DIR and TOKENIZERS_PARALLELISM are
+redacted too); every other value goes through the shared patterns of ``..redaction``
+(a URL's userinfo up to its last ``@``, whatever characters the password holds, and
+secret query parameters such as ``?token=``), so the secret never leaves the host.
 """
 
 from __future__ import annotations
@@ -37,7 +39,6 @@ from __future__ import annotations
 import importlib.util
 import os
 import platform
-import re
 import sys
 from typing import Any, Dict, List, Optional, Tuple
 
@@ -50,6 +51,7 @@ from ..contract import (
     error_record,
     spelled,
 )
+from ..redaction import REDACTED, is_secret_name, redact_text
 
 PROBE = "environment"
 
@@ -62,11 +64,8 @@ ENV_NAMES = ("PATH", "PYTHONPATH", "PYTHONHOME", "VIRTUAL_ENV", "CONDA_PREFIX", 
              "XDG_CACHE_HOME", "HOME", "TMPDIR", "LANG", "LC_ALL")
 ENV_PREFIXES = ("HF_", "HUGGING", "TRANSFORMERS_", "TIKTOKEN_", "CUDA_", "SGLANG_", "VLLM_",
                 "TORCH_", "NCCL_", "PYTORCH_", "TOKENIZERS_", "SAFETENSORS_")
-SECRET_WORDS = ("token", "secret", "password", "passwd", "key", "access", "credential", "auth")
-REDACTED = "<redacted>"
 MAX_ENV_VALUE = 4096
-
-_URL_USERINFO = re.compile(r"([A-Za-z][A-Za-z0-9+.-]*://)[^/@\s]+@")
+__all__ = ["REDACTED", "collect_environment", "is_secret_name", "redact_value", "relevant_env"]
 
 
 def _err(kind: str, message: str) -> ErrorRecord:
@@ -181,14 +180,10 @@ def describe_modules(names: List[str]) -> Tuple[Dict[str, ModuleEntry], List[str
     return modules, missing, errors
 
 
-def is_secret_name(name: str) -> bool:
-    low = name.lower()
-    return any(word in low for word in SECRET_WORDS)
-
-
 def redact_value(value: str) -> str:
-    # user:password@ inside URLs (HF_ENDPOINT, proxies) is a secret whatever the name.
-    value = _URL_USERINFO.sub(r"\1<redacted>@", value)
+    # user:password@ inside URLs (HF_ENDPOINT, proxies) and ?token= are secrets whatever the
+    # name. Masked before the cap, so a cut cannot leave half a secret unmatched.
+    value = redact_text(value)
     if len(value) > MAX_ENV_VALUE:
         value = value[:MAX_ENV_VALUE] + "...(truncated)"
     return value
