@@ -7,8 +7,10 @@ import re
 from collections.abc import Callable, Iterable
 from typing import Any, NoReturn
 
+from introspect.errors import UsageError
 from introspect.inventory.marked import MarkedMap, MarkedSeq
 from introspect.inventory.model import InventoryError
+from introspect.transport.names import check_destination, check_jump, check_user
 
 _SECRET_WORDS = ("password", "passwd", "passphrase", "secret", "token")
 _SECRET_HINT = (
@@ -79,16 +81,34 @@ class Checker:
             self.fail(line, key, f"{v!r} must not start with '-' or contain blanks or control characters")
         return v
 
+    # Host and user names also reach ssh_config's `Match exec` shell commands (%h, %n, %r):
+    # an inventory fed from cloud tags or a script is held to introspect.transport.names's rules.
+    def destination(self, v: Any, line: int, key: str) -> str:
+        """``[user@]host[:port]``, each part checked."""
+        return self._named(check_destination, self.string(v, line, key), line, key)
+
     def address(self, v: Any, line: int, key: str) -> str:
         if isinstance(v, str) and "://" in v:
             return self.url(v, line, key)  # address: may hold a URL too
         v = self.ssh_word(v, line, key)
         if "@" in v:
             self.fail(line, key, f"{v!r}: put the user in `user:`, not in the address")
+        return self.destination(v, line, key)
+
+    def user(self, v: Any, line: int, key: str) -> str:
+        return self._named(check_user, self.ssh_word(v, line, key), line, key)
+
+    def jump(self, v: Any, line: int, key: str) -> str:
+        return self._named(check_jump, self.ssh_word(v, line, key), line, key)
+
+    def _named(self, check: Callable[[str], Any], v: str, line: int, key: str) -> str:
+        try:
+            check(v)
+        except UsageError as exc:
+            self.fail(line, key, exc.message)
         return v
 
     def url(self, v: Any, line: int, key: str) -> str:
-        from introspect.errors import UsageError
         from introspect.transport.hostspec import parse_host
 
         v = self.string(v, line, key)
@@ -123,8 +143,9 @@ class Checker:
     def env_name(self, v: Any, line: int, key: str) -> str:
         v = self.string(v, line, key)
         if not _ENV_NAME.match(v):
-            self.fail(line, key, f"{v!r} is not an environment variable name; give the variable's NAME, "
-                                 "never the secret itself")
+            # Not echoed: a value that is no variable name is most likely the passphrase itself.
+            self.fail(line, key, "is not an environment variable name (letters, digits, '_'); give the "
+                                 "variable's NAME, never the secret itself")
         return v
 
     def remote_path(self, v: Any, line: int, key: str) -> str:

@@ -32,7 +32,7 @@ def _parse_defaults(c: Checker, raw: Any, line: int | None) -> Defaults:
     m = c.mapping(raw, line, "defaults", _DEFAULT_KEYS)
     d = Defaults()
     return Defaults(
-        user=c.get(m, "user", "defaults", c.ssh_word),
+        user=c.get(m, "user", "defaults", c.user),
         port=c.get(m, "port", "defaults", c.port),
         identity=c.get(m, "identity", "defaults", c.string),
         passphrase_env=c.get(m, "passphrase_env", "defaults", c.env_name),
@@ -91,13 +91,13 @@ def _parse_host(c: Checker, name: str, raw: Any, line: int, key: str, defaults: 
     return HostEntry(
         name=name,
         # Omitted address: the name itself is the destination (typically an ssh-config alias).
-        address=c.get(m, "address", key, c.address, name),
+        address=c.get(m, "address", key, c.address) or _name_as_address(c, name, m, line, key),
         url=c.get(m, "url", key, c.url),
         port=c.get(m, "port", key, c.port, defaults.port),
-        user=c.get(m, "user", key, c.ssh_word, defaults.user),
+        user=c.get(m, "user", key, c.user, defaults.user),
         identity=c.get(m, "identity", key, c.string, defaults.identity),
         passphrase_env=c.get(m, "passphrase_env", key, c.env_name, defaults.passphrase_env),
-        jump=c.get(m, "jump", key, c.ssh_word),
+        jump=c.get(m, "jump", key, c.jump),
         tags=c.get(m, "tags", key, lambda v, ln, k: c.str_list(v, ln, k, c.pattern(TAG_RE, "tag")), ()),
         venvs=tuple(venvs),
         remote_code=remote_code,
@@ -106,6 +106,12 @@ def _parse_host(c: Checker, name: str, raw: Any, line: int, key: str, defaults: 
         python=c.get(m, "python", key, c.remote_path),
         line=line,
     )
+
+
+def _name_as_address(c: Checker, name: str, m: MarkedMap, line: int, key: str) -> str:
+    """Without ``address:`` the name itself is the destination (an ssh_config alias, or
+    ``[user@]host[:port]``), checked as one; with ``url:`` the URL is."""
+    return name if "url" in m else c.destination(name, line, key)
 
 
 def parse_inventory(text: str, source: str = "<string>") -> Inventory:

@@ -16,6 +16,7 @@ transport loads these files without it.
 from __future__ import annotations
 
 import base64
+import errno
 import functools
 import hashlib
 import os
@@ -25,7 +26,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from introspect.errors import HostKeyError
+from introspect.errors import HostKeyError, InputError
 from introspect.transport.known_hosts_file import KnownHostLine, parse_line, read_known_hosts
 
 if TYPE_CHECKING:
@@ -61,10 +62,12 @@ def files_from_ssh_config(host: str | None, ssh_config: str | None = None
                           ) -> tuple[list[str] | None, list[str] | None]:
     """``UserKnownHostsFile`` and ``GlobalKnownHostsFile`` that ssh_config sets for ``host``
     (paramiko's lookup; ``*`` when no one host is meant), None where it sets none."""
-    from introspect.transport.ssh_config import Resolver, load_config
+    from introspect.transport.ssh_config import Resolver, load_config, split_hop
 
     try:
-        found = Resolver(*load_config(ssh_config)).lookup(host or "*")
+        # The lookup checks the name (a bare `[user@]host[:port]` is looked up by its host, as
+        # the ssh transport does); a name it refuses is reported by that transport.
+        found = Resolver(*load_config(ssh_config)).lookup(split_hop(host)[1] if host else "*")
     except Exception:  # noqa: BLE001 - a config paramiko cannot read: the ssh transport reports it when it connects
         return None, None
 
@@ -151,12 +154,34 @@ class KnownHosts:
     def record(self, name: str, key: paramiko.PKey) -> None:
         with self._lock:
             line = f"{name} {key.get_name()} {key.get_base64()}"
-            self.path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
-            with open(self.path, "a", encoding="ascii") as fh:
-                fh.write(line + "\n")
+            try:
+                self.path.parent.mkdir(mode=0o700, parents=True, exist_ok=True)
+                with open(self.path, "a", encoding="ascii") as fh:
+                    fh.write(line + "\n")
+            except OSError as exc:
+                # Raised inside paramiko's connect: left as an OSError it read as a network failure.
+                raise self.unwritable_error(name, key, exc) from None
             parsed, _ = parse_line(line, str(self.path), 0)
             if parsed is not None:
                 self.lines.append(parsed)
+
+    def unwritable_error(self, name: str, key: paramiko.PKey, exc: OSError) -> InputError:
+        """--accept-new could not write the new key: the file named, the key not trusted unrecorded
+        (the next run would accept whatever key it is then offered)."""
+        why = {errno.EROFS: "is on a read-only file system", errno.ENOTDIR: "has a parent that is not a directory",
+               errno.EEXIST: "has a parent that is not a directory", errno.EACCES: "is not writable by this user",
+               errno.EPERM: "is not writable by this user", errno.ENOSPC: "is on a full file system",
+               errno.EISDIR: "is a directory"}.get(exc.errno or 0, f"cannot be written ({exc.strerror or exc})")
+        host, port = _split_entry(name)
+        # Another file to keep the key in: the user's own, unless that is the one that failed.
+        default = Path(USER_FILES[0]).expanduser()
+        writable = USER_FILES[0] if self.path != default else "~/introspect_known_hosts"
+        return InputError(
+            f"cannot record the new host key of {name} ({key.get_name()} {fingerprint(key)}) for --accept-new: "
+            f"known_hosts {self.path} {why}",
+            hint=f"ssh-keyscan -p {port} {shlex.quote(host)} >> {writable}  # then verify it and rerun with "
+                 f"--known-hosts {writable} (a file this user can write)",
+            host=name, stage="host-key")
 
     def revoked_error(self, name: str, key: paramiko.PKey, line: KnownHostLine) -> HostKeyError:
         return HostKeyError(

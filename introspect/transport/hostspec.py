@@ -22,6 +22,8 @@ from dataclasses import dataclass
 from urllib.parse import parse_qsl, unquote, urlsplit
 
 from introspect.errors import UsageError
+from introspect.redact import known_password
+from introspect.transport.names import HOST_RULE, check_destination, check_host, check_user
 from introspect.transport.registry import TRANSPORTS
 
 # The one scheme table is the registry's; the forms below are only the schemes that take
@@ -49,6 +51,7 @@ _WORD = re.compile(r"[^\s@/?#\[\]]+")
 _USER = re.compile(r"[^\s/?#:\[\]]+")  # '@' allowed, percent-encoded: Kerberos principals (ml%40CORP)
 _DIGITS = re.compile(r"[0-9]{1,12}")  # ASCII only: str.isdigit() also takes '²'
 _PLAIN = re.compile(r"[A-Za-z0-9._:/@+=,~-]+")
+_BARE = re.compile(r"[A-Za-z0-9._/-]+")  # NAMESPACE/POD/CONTAINER of a bare name with --transport kubectl
 
 
 @dataclass(frozen=True)
@@ -91,13 +94,15 @@ def parse_host(text: str) -> HostSpec:
     if not isinstance(text, str) or not text.strip():
         raise UsageError("empty host spec", hint="pass --host NAME or --host SCHEME://... "
                          "(e.g. openssh://gpu1, podman://vllm)")
+    if known_password(text) is not None:  # first: no later message may quote a piece of it
+        raise UsageError(f"a password in host spec {text!r} is not supported",
+                         hint="--host ssh://root@gpu1  # no password in the URL: use a key (--identity FILE) "
+                              "or ssh-agent; a password on the command line ends up in shell history")
     if any(ord(ch) < 32 or ch.isspace() for ch in text):
         raise UsageError(f"host spec {text!r} contains whitespace or control characters",
                          hint="write it as one word, e.g. ssh://root@gpu1:2222")
     if "://" not in text:
-        if text.startswith("-"):
-            raise UsageError(f"host {text!r} starts with '-'", hint="pass a host name, alias or SCHEME://... URL")
-        return HostSpec(scheme=None, host=text, text=text)
+        return HostSpec(scheme=None, host=_checked_bare(text), text=text)
     scheme = text.split("://", 1)[0].lower()
     if scheme not in SCHEMES:
         raise UsageError(f"unknown transport {scheme!r} in host spec {text!r}",
@@ -106,7 +111,7 @@ def parse_host(text: str) -> HostSpec:
         parts = urlsplit(text)
     except ValueError as exc:  # e.g. an unclosed '[' of an IPv6 address
         raise UsageError(f"host spec {text!r} is not a URL: {exc}", hint=f"write it as {_form(scheme)}") from None
-    if parts.fragment:
+    if "#" in text:  # an empty fragment too: `ssh://x;cmd;#` must not lose its '#' unseen
         raise _form_error(scheme, text, "a '#' fragment")
     query = _query(scheme, parts.query, text)
     if scheme in ("ssh", "openssh") or scheme not in _FORMS:
@@ -176,12 +181,28 @@ def _parse_ssh(scheme: str, netloc: str, path: str, text: str) -> HostSpec:
         if ":" in login:
             raise UsageError(f"a password in host spec {text!r} is not supported",
                              hint="use a key or ssh-agent; a password in a URL ends up in shell history")
-        user = _checked_word(unquote(login), "user name", text, _USER)
+        user = check_user(unquote(login), within=f"host spec {text!r}", hint=_ssh_hint(scheme))
     host, port = _split_port(scheme, netloc, text)
     if not host:
         raise UsageError(f"host spec {text!r} names no host", hint=f"write it as {_form(scheme)}")
-    return HostSpec(scheme=scheme, host=_checked_word(host, "host name", text), port=port, user=user,
-                    text=text)
+    return HostSpec(scheme=scheme, host=check_host(host, within=f"host spec {text!r}", hint=_ssh_hint(scheme)),
+                    port=port, user=user, text=text)
+
+
+def _ssh_hint(scheme: str) -> str:
+    return f"--host {scheme}://root@gpu1:2222  # a host name is {HOST_RULE}"
+
+
+def _checked_bare(text: str) -> str:
+    """A bare name: an ssh destination (``[user@]host[:port]``, checked as one), or with a '/' a
+    ``--transport kubectl`` path, whose scheme's parser checks it again."""
+    if "/" in text:
+        if text.startswith("-") or not _BARE.fullmatch(text):
+            raise UsageError(f"host {text!r} is not a host name, alias or container path",
+                             hint="--host gpu1  # or SCHEME://... (e.g. kubectl://serving/vllm-0)")
+        return text
+    check_destination(text)
+    return text
 
 
 def _split_port(scheme: str, netloc: str, text: str) -> tuple[str, int | None]:

@@ -23,6 +23,17 @@ from typing import Any
 
 from introspect.errors import HostUnreachable, InputError, UsageError
 from introspect.transport.hostkeys import SSH_CONFIG_FILES
+from introspect.transport.names import (
+    check_destination,
+    check_host,
+    check_jump,
+    check_port,
+    check_user,
+    host_problem,
+    port_problem,
+    split_destination,
+    user_problem,
+)
 from introspect.transport.paramiko_lib import enable_match_exec, paramiko
 from introspect.transport.settings import DEFAULT_CONNECT_TIMEOUT
 
@@ -57,23 +68,12 @@ class Hop:
         return hops
 
 
-def split_hop(text: str) -> tuple[str | None, str, int | None]:
-    """``[user@]host[:port]`` as ``ssh -J`` and fabric read it (``[v6]:port`` too); a bare IPv6
-    address keeps its colons."""
-    user, _, hostport = text.strip().rpartition("@")
-    port: str | None = None
-    if hostport.startswith("[") and "]" in hostport:
-        host, _, rest = hostport[1:].partition("]")
-        port = rest[1:] if rest.startswith(":") else None
-    elif hostport.count(":") == 1:
-        host, port = hostport.split(":")
-    else:
-        host = hostport
-    if not host:
-        raise UsageError(f"no host name in {text!r}", hint="write a jump host as [user@]host[:port]")
-    if port is not None and not port.isdigit():
-        raise UsageError(f"port {port!r} of {text!r} is not a number", hint="write a jump host as [user@]host[:port]")
-    return user or None, host, int(port) if port else None
+def split_hop(text: str, *, what: str = "host") -> tuple[str | None, str, int | None]:
+    """``[user@]host[:port]`` as ``ssh -J`` and fabric read it (``[v6]:port`` too; a bare IPv6
+    address keeps its colons), each part checked (:mod:`.names`) before any lookup."""
+    if not split_destination(text)[1]:
+        raise UsageError(f"no host name in {text!r}", hint="--jump root@bastion:22  # [user@]host[:port]")
+    return check_destination(text, what=what)
 
 
 def load_config(path: str | None) -> tuple[paramiko.SSHConfig, str]:
@@ -136,8 +136,14 @@ class Resolver:
                jump: str | None = None) -> Hop:
         """The destination's hop; ``jump`` (``--jump``) replaces its ssh_config ProxyJump, and
         the jump host itself still follows its own, as fabric's gateway did."""
+        # The flags are checked here too: a Resolver is also made by API callers, not only the CLI.
+        if user is not None:
+            check_user(user)
+        if port is not None:
+            check_port(port)
         if not jump:
             return self.hop(host, port=port, user=user, explicit=True, follow_config=True)
+        check_jump(jump)
         via = self.hop(jump, explicit=True, follow_config=True, seen=(host,))
         return self.hop(host, port=port, user=user, explicit=True, via=via)
 
@@ -147,6 +153,7 @@ class Resolver:
         (else through ``via``, or directly)."""
         given_user, name, given_port = split_hop(text)
         opts = self.lookup(name)
+        self._check_expanded(opts, name)
         host = str(opts.get("hostname") or name)
         keys = ([self.identity] if explicit and self.identity else []) + list(opts.get("identityfile") or [])
         proxy_command = None
@@ -181,8 +188,27 @@ class Resolver:
             via = self.hop(text, via=via, follow_config=index == 0, seen=chain)
         return via
 
+    def _check_expanded(self, opts: Any, name: str) -> None:
+        """HostName, User and Port after ssh_config's expansion (``HostName %h.corp``): what
+        paramiko connects to and a later ProxyCommand or log line sees, held to the rules of
+        :mod:`.names` like a name typed on the command line."""
+        for key, problem in (("hostname", host_problem), ("user", user_problem), ("port", port_problem)):
+            value = opts.get(key)
+            if value is None:
+                continue
+            reason = problem(str(value))
+            if reason:
+                raise InputError(f"{key} {str(value)!r} for {name} in {self.source} {reason}",
+                                 hint=f"ssh -G {name} | grep -i '^{key} '  # then fix that line of ssh_config "
+                                      "(see ssh_config(5)), or pass --ssh-config FILE")
+
     def lookup(self, name: str) -> Any:
-        """paramiko's ssh_config lookup of ``name``, its failures as introspect's errors."""
+        """paramiko's ssh_config lookup of ``name``, its failures as introspect's errors.
+
+        ``name`` is checked first (``*``, the fleet-wide lookup, aside): paramiko substitutes it
+        into ``Match exec`` commands, which invoke runs through a shell."""
+        if name != "*":
+            check_host(name)
         try:
             try:
                 return self.config.lookup(name)
