@@ -108,6 +108,8 @@ def analyze(raw: RawFacts | dict[str, Any]) -> Profile:
 
     config = files.get("config")
     architecture, arch_findings = _architecture(raw, files, config)
+    if files.get("status") != "ok":  # the files were never read: "no config.json" would name the wrong cause
+        arch_findings = [f for f in arch_findings if f.code != "config-missing"]
     arch_findings += guarded("witnesses", lambda: apply_witnesses(architecture, raw), no_findings, damage)
     arch_findings = still_unknown(architecture, arch_findings)
     tokenizer, tok_findings = guarded("tokenizer", lambda: tokenizer_section(
@@ -167,7 +169,9 @@ def _findings(
     findings += arch_findings
     if raw.get("fatal"):
         fatal = raw["fatal"]
-        findings.append(Finding(Severity.ERROR, "connection", str(fatal.get("message")), fatal.get("hint")))
+        # A run stopped by a signal (client/model.py keeps what finished) is not a connection failure.
+        code = "interrupted" if fatal.get("type") in ("Interrupted", "Terminated") else "connection"
+        findings.append(Finding(Severity.ERROR, code, str(fatal.get("message")), fatal.get("hint")))
     snapshot = snapshot_remote_code_finding(raw)
     if snapshot is not None:
         findings.append(snapshot)

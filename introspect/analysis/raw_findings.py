@@ -25,19 +25,33 @@ ERROR_FIXES = {
     "truncated-header": "the shard is truncated: re-download it",
     "malformed-header": "the shard is corrupt: re-download it",
     "missing-shard": "a shard named in model.safetensors.index.json is missing: finish the download",
+    # The probe's own limits on an isolated task (remote/limits.py, remote/supervisor.py).
+    "memory-limit": "pass --memory-limit with a larger size (e.g. 32GiB) only if the task really needs it; 0 turns it off",
+    "output-limit": "the task (the model's own code) writes without end: review the model's .py files",
+    "link-outside": "replace the link with the model's own file: links out of the model directory are never followed",
 }
 
 
 def error_findings(errors: list[Any]) -> list[Finding]:
     """One finding per error record the remote tasks reported."""
     out = []
+    links_seen: set[str] = set()
     for err in errors:
         if not isinstance(err, dict):
             continue
         kind = str(err.get("type") or "error")
         probe = err.get("probe") or "probe"
+        if probe == "model_code" and kind == "memory-limit":
+            continue  # the model-code witness's own finding names it, with the flag to raise it
+        if kind == "link-outside":  # every section that met the link reports it: one finding per link
+            if str(err.get("path")) in links_seen:
+                continue
+            links_seen.add(str(err.get("path")))
+            probe = "model dir"
         severity = Severity.WARNING if kind in WARNING_ERROR_TYPES else Severity.ERROR
         code = "probe-timeout" if kind in ("timeout", "ProbeTimeout") else f"{probe}-{kind}".lower()
+        if kind == "link-outside":
+            code = kind
         out.append(Finding(severity, code, f"{probe}: {err.get('message')}",
                            err.get("hint") or ERROR_FIXES.get(kind)))
     return out

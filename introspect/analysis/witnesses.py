@@ -24,6 +24,7 @@ from introspect.analysis.kinds import SLIDING
 from introspect.analysis.mixers import RECURRENT_KINDS
 from introspect.analysis.moe import SPARSE
 from introspect.analysis.summary import human
+from introspect.analysis.tokenizer_limits import code_limit_finding
 from introspect.remote.contract import as_dict, as_list
 
 TOLERANCE = 0.01  # the config estimate is held to 1% of the stored count (realconfigs README)
@@ -180,6 +181,9 @@ def _status_findings(code: dict[str, Any] | None, raw: dict[str, Any]) -> list[F
     if code is None or code.get("status") != "failed" or code.get("cause") == "timeout":
         return []  # a timeout is already an error finding (probe-timeout)
     target = as_dict(raw.get("target"))
+    if code.get("cause") == "memory-limit":  # the supervisor killed the build: the one finding that says so
+        limit = as_dict(as_dict(raw.get("resources")).get("model_code")).get("memory_limit")
+        return [code_limit_finding(str(code.get("reason")), dict(target), limit)]
     if code.get("cause") in QUIET_CAUSES:
         missing = ", ".join(code.get("missing_packages") or [])
         fix = (f"{pip_fix(target, code['missing_packages'][0])} (for the model-code witness), "
@@ -192,10 +196,13 @@ def _status_findings(code: dict[str, Any] | None, raw: dict[str, Any]) -> list[F
                 else "model-code witness not run")
         reason = str(code.get("reason")).strip().split("\n")[0]  # transformers' advice paragraphs stay out
         return [Finding(Severity.INFO, "model-code-unavailable", f"{what}: {reason}", fix)]
+    fix = "the verdicts rest on config.json and the weights; pass --no-model-code to skip this build"
+    if code.get("cause") == "link-outside":  # the build was refused, not failed: the link is what to fix
+        fix = (f"replace each link with the model's own file in {target.get('model_path') or 'the model directory'}: "
+               "links out of it are never followed (or pass --no-model-code to skip this build)")
     return [Finding(Severity.WARNING, "model-code-failed",
                     f"the model's code could not be built on the meta device ({code.get('cause')}, at "
-                    f"{code.get('stage')}): {code.get('reason')}",
-                    "the verdicts rest on config.json and the weights; pass --no-model-code to skip this build")]
+                    f"{code.get('stage')}): {code.get('reason')}", fix)]
 
 
 def _settle_layers(layers: dict[str, Any], arch: dict[str, Any], raw: dict[str, Any],

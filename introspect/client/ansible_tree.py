@@ -22,13 +22,13 @@ from typing import Any
 from introspect.errors import ConnectError, InputError, InterpreterError, RemoteError
 from introspect.remote.contract import BEGIN, END
 from introspect.transport.base import (
-    INTERPRETER_HINT,
     BatchItem,
     ExecResult,
     Executor,
     ProbeReply,
     RemoteProcess,
     Target,
+    interpreter_hint,
 )
 
 MAX_RESULT_BYTES = 256 * 1024 * 1024  # one host's result; a model's facts are a few MiB at most
@@ -127,7 +127,7 @@ class AnsibleResultExecutor(Executor):
                               host=self.host.name, stage=task)
         spawn_error = record.get("spawn_error")
         if spawn_error:
-            raise InterpreterError(f"cannot run {python}: {spawn_error.get('message')}", hint=INTERPRETER_HINT,
+            raise InterpreterError(f"cannot run {python}: {spawn_error.get('message')}", hint=interpreter_hint(python),
                                    host=self.host.name, stage="python")
         return self._interpret(python, task, _exec_result(record), float(record.get("timeout") or timeout))
 

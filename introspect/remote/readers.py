@@ -17,6 +17,7 @@ import re
 import stat
 from typing import Any, Dict, Optional, Tuple
 
+from . import confine
 from .contract import DEFAULT_JSON_CAP, ErrorRecord, error_record
 
 # Nesting levels a probed JSON file may have. Real configs and tokenizer files stay under
@@ -64,7 +65,9 @@ def keep_constant(name: str) -> Dict[str, str]:
 
 def open_regular(path: str) -> "io.BufferedReader":
     """Open a regular file for binary reading, never blocking: a FIFO named config.json would
-    hang a plain open() forever, a device could have side effects, so only S_ISREG is read."""
+    hang a plain open() forever, a device could have side effects, so only S_ISREG is read. A path
+    under a confined model dir that resolves outside it is refused (confine.LinkOutside)."""
+    confine.check(path)
     mode = os.stat(path).st_mode
     if stat.S_ISDIR(mode):
         raise IsADirectoryError(errno.EISDIR, "Is a directory")
@@ -99,6 +102,7 @@ def decode_text(raw: bytes) -> Tuple[Optional[str], Optional[str], Optional[int]
 def read_bytes_capped(path: str, cap: int = DEFAULT_JSON_CAP) -> Tuple[Optional[bytes], Optional[ErrorRecord]]:
     """The bytes of a regular file of at most ``cap`` bytes."""
     try:
+        confine.check(path)  # before the size: a link out is named as such, its target not even sized
         size = os.path.getsize(path)
         if size > cap:
             return None, error_record(
@@ -205,6 +209,7 @@ def read_json_capped(
 def sha256_file(path: str, limit: Optional[int] = None) -> Tuple[Optional[str], Optional[ErrorRecord]]:
     """sha256 of a file (streamed). ``limit`` refuses files larger than that many bytes."""
     try:
+        confine.check(path)
         if limit is not None and os.path.getsize(path) > limit:
             return None, error_record("too-large", "%s is larger than %d bytes; not hashed" % (path, limit), path)
         digest = hashlib.sha256()
@@ -213,7 +218,7 @@ def sha256_file(path: str, limit: Optional[int] = None) -> Tuple[Optional[str], 
                 digest.update(block)
         return digest.hexdigest(), None
     except OSError as exc:
-        return None, error_record(os_error_kind(exc), "%s: %s" % (path, exc.strerror or exc), path)
+        return None, os_error(exc, path)
 
 
 def sha256_text(text: str) -> str:
@@ -235,6 +240,8 @@ def os_error_kind(exc: OSError) -> str:
     """The error type of an OSError: not-found, permission-denied, symlink-loop ..."""
     if isinstance(exc, NotRegularFile):
         return "not-a-regular-file"
+    if isinstance(exc, confine.LinkOutside):
+        return "link-outside"
     if exc.errno == errno.ENOENT:
         return "not-found"
     if exc.errno in (errno.EACCES, errno.EPERM):
@@ -249,5 +256,7 @@ def os_error_kind(exc: OSError) -> str:
 
 
 def os_error(exc: OSError, path: str) -> ErrorRecord:
-    """The error record of a failed OS call on ``path``."""
+    """The error record of a failed OS call on ``path``; a link out is about the link."""
+    if isinstance(exc, confine.LinkOutside):
+        return error_record("link-outside", str(exc.strerror), exc.link)
     return error_record(os_error_kind(exc), "%s: %s" % (path, exc.strerror or exc), path)

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import abc
 import dataclasses
+import shlex
 import threading
 import time
 from collections.abc import Callable
@@ -25,6 +26,7 @@ from introspect.errors import (
     ProtocolError,
     RemoteError,
 )
+from introspect.interrupts import refuse_new_work
 from introspect.remote import contract
 from introspect.transport import shipping
 
@@ -34,8 +36,15 @@ if TYPE_CHECKING:
 # Extra seconds the controller waits past a task's own deadline, so that the
 # remote supervisor can report its timeout itself (with partial facts).
 GRACE_S = 10.0
-# The fix when the interpreter cannot be started, whichever transport noticed it.
-INTERPRETER_HINT = "check --venv DIR (it must contain bin/python) or pass --python EXE"
+
+
+def interpreter_hint(python: str, cause: str = "missing") -> str:
+    """The fix when ``python`` cannot be started, whichever transport noticed it: a command to run
+    where the interpreter lives; ``cause`` "missing" (no such file) or "permission" (not executable)."""
+    look = f"ls -l {shlex.quote(python)}" if "/" in python else f"command -v {shlex.quote(python)}"
+    if cause == "permission":
+        return f"{look}  # it must be executable by the login user (chmod a+x), or pass another --python EXE"
+    return f"{look}  # --venv DIR must hold bin/python (python3 -m venv DIR), or pass --python EXE"
 
 
 @dataclass(frozen=True)
@@ -192,6 +201,9 @@ class Executor(abc.ABC):
         for reader in readers:
             reader.start()
         try:
+            # After registering: a signal's cancel that closed this executor before the
+            # registration still stops it here (the flag is set before anything is closed).
+            refuse_new_work(self.label)
             proc.write_stdin(stdin)
             deadline = started + timeout
             for reader in readers:
@@ -237,7 +249,9 @@ class Executor(abc.ABC):
             raise InterpreterError(
                 f"{python} is Python {fatal.get('version')}; the probe needs Python "
                 f"{'.'.join(map(str, shipping.MIN_PYTHON))}+",
-                hint="point --venv/--python at a newer interpreter", host=self.label, stage="python")
+                hint=f"ls /usr/bin/python3* /usr/local/bin/python3*  # the probe needs Python "
+                     f"{'.'.join(map(str, shipping.MIN_PYTHON))}+: point --venv/--python at a newer interpreter",
+                host=self.label, stage="python")
 
     @staticmethod
     def _probe_reply(task: str, reply: dict[str, Any], seconds: float, stderr: str) -> ProbeReply:
@@ -257,11 +271,11 @@ class Executor(abc.ABC):
         if result.exit_status in (126, 127) or "no such file" in lowered or "not found" in lowered:
             return InterpreterError(
                 f"cannot run {python}: {last or 'not found'}",
-                hint=INTERPRETER_HINT,
+                hint=interpreter_hint(python),
                 host=self.label, stage="python")
         if "permission denied" in lowered:
             return InterpreterError(f"cannot execute {python}: {last}",
-                                    hint="check the interpreter's permissions", host=self.label,
+                                    hint=interpreter_hint(python, "permission"), host=self.label,
                                     stage="python")
         if result.exit_status is None:
             return ConnectionLost(f"the {task} probe ended without an exit status: {last or 'no output'}",
@@ -276,6 +290,15 @@ class Executor(abc.ABC):
             return ProtocolError(f"the {task} probe's reply was truncated",
                                  hint="rerun; if it persists, report it with --debug", host=self.label,
                                  stage=task)
+        if "Traceback" not in stderr and "Python" not in stderr:
+            # The shipped probe always ends in a frame, and a Python that dies before that says why
+            # (a traceback, "Fatal Python error"): a silent exit is an interpreter that is no Python.
+            return InterpreterError(
+                f"{python} did not run the probe (exit status {result.exit_status}, "
+                f"{repr(last) if last else 'no output'}): it is not a working Python interpreter",
+                hint=f"{shlex.quote(python)} -c 'import sys; print(sys.version)'  # must print 3.8 or newer; "
+                     "else point --venv/--python at a working interpreter",
+                host=self.label, stage="python")
         return RemoteError(f"the {task} probe exited with status {result.exit_status} without a reply"
                            + (f": {last}" if last else ""),
                            hint="run with --debug to see the remote stderr", host=self.label, stage=task)

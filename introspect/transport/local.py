@@ -10,7 +10,7 @@ import sys
 from typing import TYPE_CHECKING
 
 from introspect.errors import InterpreterError
-from introspect.transport.base import INTERPRETER_HINT, LOCAL_TARGET, Executor, RemoteProcess
+from introspect.transport.base import LOCAL_TARGET, Executor, RemoteProcess, interpreter_hint
 
 if TYPE_CHECKING:
     from introspect.transport.settings import ConnectionSettings
@@ -25,11 +25,11 @@ class LocalProcess(RemoteProcess):
                                           stderr=subprocess.PIPE, start_new_session=True)
         except FileNotFoundError as exc:
             raise InterpreterError(f"cannot run {argv[0]}: no such file",
-                                   hint=INTERPRETER_HINT,
+                                   hint=interpreter_hint(argv[0]),
                                    host="local", stage="python") from exc
         except PermissionError as exc:
             raise InterpreterError(f"cannot execute {argv[0]}: permission denied",
-                                   hint="check the interpreter's permissions", host="local",
+                                   hint=interpreter_hint(argv[0], "permission"), host="local",
                                    stage="python") from exc
         self._adopt_streams()
 

@@ -14,6 +14,7 @@ import os
 import sys
 from typing import Any, Dict, List, NamedTuple, Optional, Set, Tuple, Union
 
+from .. import confine
 from ..contract import CustomCodeEntry, ErrorRecord, error_record
 from ..readers import open_regular, os_error
 from ..sections import ShortError
@@ -231,6 +232,7 @@ def relative_import_files(root: str, rel_file: str, source: Union[bytes, str]) -
 
 def _read_code(path: str, cap: int) -> Tuple[Optional[bytes], Optional[ErrorRecord]]:
     try:
+        confine.check(path)  # before the size: a link out's target is not even sized
         size = os.path.getsize(path)
         if size > cap:
             return None, error_record("too-large", "%s is %d bytes, above the %d-byte cap" % (path, size, cap),

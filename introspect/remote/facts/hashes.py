@@ -11,6 +11,7 @@ import os
 import stat
 from typing import Any, List, Optional, Tuple
 
+from .. import confine
 from ..contract import INDEX_CAP, ErrorRecord, HashesFacts, error_record, tag
 from ..readers import os_error, read_json_capped, sha256_file
 from ..sections import HashedFile, WeightsHashes
@@ -56,6 +57,9 @@ def _collect_hashes(model_path: str, cap: int, facts: HashesFacts) -> Tuple[Hash
     names, _trunc, err = scan_names(model_path, MAX_NAMES, probe=PROBE)
     if err is not None:
         return facts, [err]
+    # The "hashes" mode of the discover task reads no other file first: confined here, so that
+    # no file is hashed, nor even sized, through a link out of the model dir.
+    confine.confine(model_path)
     errors: List[ErrorRecord] = []
     candidates = _hash_candidates(names)
     if len(candidates) > MAX_HASH_FILES:
@@ -64,8 +68,9 @@ def _collect_hashes(model_path: str, cap: int, facts: HashesFacts) -> Tuple[Hash
     for name in candidates:
         full = os.path.join(model_path, name)
         try:
+            confine.check(full)  # before the stat: a skipped file's size would be the target's
             st = os.stat(full)
-        except OSError as exc:
+        except OSError as exc:  # a link out (confine.LinkOutside) is named by its link
             errors.append(tag(os_error(exc, full), PROBE))
             continue
         if not stat.S_ISREG(st.st_mode):
@@ -102,8 +107,12 @@ def _weights(model_path: str, names: List[str], cap: int, errors: List[ErrorReco
     for shard in shard_names:
         if "/" in shard or shard.startswith(".."):
             continue  # an index naming files outside the dir is not followed
+        full = os.path.join(model_path, shard)
         try:
-            out["shards"][shard] = os.stat(os.path.join(model_path, shard)).st_size  # size only, never data
+            confine.check(full)
+            out["shards"][shard] = os.stat(full).st_size  # size only, never data
+        except confine.LinkOutside as exc:  # neither missing nor sized: the link is named
+            errors.append(tag(os_error(exc, full), PROBE))
         except OSError:
             out["missing_shards"].append(shard)
     return out

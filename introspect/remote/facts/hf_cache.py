@@ -28,13 +28,16 @@ import re
 import stat
 from typing import Any, Dict, List, Optional, Tuple
 
+from .. import confine
 from ..contract import ErrorRecord, error_record
+from ..readers import read_bytes_capped
 
 PROBE = "hf_cache"
 REPO_PREFIX = {"model": "models", "dataset": "datasets", "space": "spaces"}
 MAX_REPOS = 5000        # repo folders read from one cache
 MAX_REVISIONS = 256     # snapshots read per repo
 MAX_REFS = 1024         # ref files read per repo
+MAX_REF_BYTES = 4096    # a ref holds one commit hash
 MIN_PREFIX = 4          # shortest commit prefix accepted (git's own minimum)
 _COMMIT_RE = re.compile(r"^[0-9a-fA-F]{4,64}$")
 _NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._-]*$")
@@ -137,6 +140,7 @@ def read_refs(repo_path: str) -> Tuple[Dict[str, str], List[ErrorRecord]]:
     errors: List[ErrorRecord] = []
     if not is_dir(refs_dir):
         return refs, errors
+    confine.confine(repo_path)  # a ref that links out of the repo is not read (nor a FIFO: it would block)
     # followlinks=False: a ref tree is plain files; a link loop there must not spin us.
     for dirpath, dirnames, filenames in os.walk(refs_dir, onerror=None, followlinks=False):
         dirnames.sort()
@@ -145,12 +149,12 @@ def read_refs(repo_path: str) -> Tuple[Dict[str, str], List[ErrorRecord]]:
                 return refs, errors
             full = os.path.join(dirpath, fname)
             name = os.path.relpath(full, refs_dir).replace(os.sep, "/")
-            try:
-                with open(full, "r", encoding="utf-8", errors="replace") as fh:
-                    commit = fh.read(256).strip()
-            except OSError as exc:
-                errors.append(_err("unreadable-ref", "%s: %s" % (full, exc.strerror or exc), full))
+            raw, err = read_bytes_capped(full, MAX_REF_BYTES)
+            if raw is None:
+                kind = "link-outside" if err and err["type"] == "link-outside" else "unreadable-ref"
+                errors.append(_err(kind, err["message"] if err else full, full))
                 continue
+            commit = raw[:256].decode("utf-8", "replace").strip()
             if _COMMIT_RE.match(commit):
                 refs[name] = commit.lower()
     return refs, errors

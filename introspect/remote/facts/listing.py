@@ -11,6 +11,7 @@ import os
 import stat
 from typing import List, Optional, Tuple
 
+from .. import confine
 from ..contract import ErrorRecord, ListingRow, error_record, tag
 from ..readers import os_error
 from .tokenizer_vocab_files import is_mistral_sentencepiece
@@ -82,8 +83,9 @@ def scan_names(path: str, limit: Optional[int] = None,
     return sorted(names), truncated, None
 
 
-def describe_entry(dir_path: str, name: str) -> ListingRow:
-    """One listing row. Symlinks report their target's kind and size (HF cache blobs)."""
+def describe_entry(dir_path: str, name: str, root: Optional[str] = None) -> ListingRow:
+    """One listing row. Symlinks report their target's kind and size (HF cache blobs); one that
+    leads out of ``root`` reports nothing of its target, not even where it points."""
     full = os.path.join(dir_path, name)
     row = ListingRow(name=name, kind="other", size=None, link=None, resolved=None, link_error=None)
     try:
@@ -94,6 +96,9 @@ def describe_entry(dir_path: str, name: str) -> ListingRow:
         return row
     target_st = lst
     if stat.S_ISLNK(lst.st_mode):
+        if root is not None and not confine.within(os.path.realpath(full), root):
+            row["link_error"] = "link-outside"
+            return row
         with contextlib.suppress(OSError):
             row["link"] = os.readlink(full)
         with contextlib.suppress(OSError, ValueError, RuntimeError):  # RuntimeError: loops, old Pythons
@@ -117,12 +122,15 @@ def list_dir(model_path: str, names: List[str]) -> Tuple[List[ListingRow], List[
     """Listing rows for the first MAX_LISTING names, plus errors for broken links."""
     rows = []
     errors = []
+    root = confine.allowed_root(model_path)
     for name in names[:MAX_LISTING]:
-        row = describe_entry(model_path, name)
+        row = describe_entry(model_path, name, root)
         rows.append(row)
         link_error = row["link_error"]
-        if link_error:
-            full = os.path.join(model_path, name)
+        full = os.path.join(model_path, name)
+        if link_error == "link-outside":
+            errors.append(_err(link_error, confine.describe(full, full), full))
+        elif link_error:
             kind = "dangling-symlink" if link_error == "dangling" else link_error
             what = "points nowhere" if link_error == "dangling" else "cannot be followed (%s)" % kind
             errors.append(_err(kind, "%s -> %s %s" % (full, row["link"], what), full))

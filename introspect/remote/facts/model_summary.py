@@ -11,6 +11,7 @@ import os
 import stat
 from typing import Any, Dict, List, Optional, Set, Tuple
 
+from .. import confine
 from ..contract import WRAPPER_TEXT_CONFIG_KEYS
 from ..readers import read_json_capped
 from ..sections import ShortError
@@ -134,8 +135,10 @@ def is_model_dir(names: List[str], config: Any) -> bool:
 
 def dir_size(path: str, seen: Optional[Set[Tuple[int, int]]] = None) -> Tuple[int, int, bool]:
     """(bytes, files, truncated): file sizes under ``path`` (SIZE_DEPTH levels), links followed,
-    each inode counted once, so snapshot links into ``blobs/`` count their blob once."""
+    each inode counted once, so snapshot links into ``blobs/`` count their blob once. A link out
+    of the model dir (:func:`confine.allowed_root`) is skipped: its target is not even stat'ed."""
     seen = set() if seen is None else seen
+    root = confine.allowed_root(path)
     total, count, truncated = 0, 0, False
     stack = [(path, 0)]
     while stack:
@@ -148,6 +151,8 @@ def dir_size(path: str, seen: Optional[Set[Tuple[int, int]]] = None) -> Tuple[in
         for entry in entries:
             if count >= MAX_SIZE_FILES:
                 return total, count, True
+            if entry.is_symlink() and not confine.within(os.path.realpath(entry.path), root):
+                continue
             try:
                 st = os.stat(entry.path)  # follows the snapshot link to its blob
             except OSError:
@@ -166,16 +171,19 @@ def dir_size(path: str, seen: Optional[Set[Tuple[int, int]]] = None) -> Tuple[in
 
 
 def read_json(path: str, cap: int) -> ConfigRead:
-    """(value, short error, size); a missing file is (None, None, None)."""
+    """(value, short error, size); a missing file is (None, None, None). A file that links out of
+    its model dir is not read (its config would be shipped): the error says so."""
     if not os.path.lexists(path):
         return None, None, None
+    confine.confine(os.path.dirname(path))
     try:
         size = os.path.getsize(path)
     except OSError:
         size = None
     value, err = read_json_capped(path, cap)
     if err is not None:
-        return None, ShortError(type=err["type"], message=err["message"]), size
+        return None, ShortError(type=err["type"], message=err["message"]), (
+            None if err["type"] == "link-outside" else size)
     return value, None, size
 
 

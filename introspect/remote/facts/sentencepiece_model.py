@@ -25,6 +25,7 @@ import os
 import struct
 from typing import Any, Dict, Iterable, List, Optional, Tuple
 
+from .. import confine
 from ..contract import ErrorRecord, error_record
 from ..readers import open_regular, os_error
 
@@ -212,6 +213,7 @@ def read_sentencepiece(file: str, wanted: Iterable[str] = (), cap: int = SENTENC
                        ) -> Tuple[Optional[Dict[str, Any]], Optional[ErrorRecord]]:
     """(summary, None) or (None, error record) for one file; never raises."""
     try:
+        confine.check(file)  # before the size: a link out's target is not even sized
         size = os.path.getsize(file)
         if size > cap:
             return None, error_record("too-large", "%s is %d bytes, above the %d-byte cap" % (file, size, cap), file)

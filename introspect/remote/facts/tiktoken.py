@@ -15,6 +15,7 @@ import os
 import re
 from typing import Any, Dict, Iterable, List, Optional, Tuple
 
+from .. import confine
 from ..contract import TIKTOKEN_CAP, ErrorRecord, TiktokenSummary, error_record
 from ..readers import open_regular, os_error
 
@@ -23,8 +24,14 @@ MAX_MALFORMED_EXAMPLES = 5
 # Read whole below this (real files are 2-4 MB), so a canonical file is summarised at C speed;
 # a larger one is streamed line by line.
 WHOLE_MAX = 64 * 1024 * 1024
+# The largest rank tiktoken can hold: its Rust core keeps ranks as u32 (``pub type Rank = u32``,
+# https://github.com/openai/tiktoken/blob/main/src/lib.rs), and a token id is a signed 32-bit
+# index in every embedding table. A longer or larger number is a damaged file, not a vocab size.
+MAX_RANK = 2 ** 31 - 1
+MAX_RANK_DIGITS = len(str(MAX_RANK))
 # Every line ``<base64> <rank>``, LF or CRLF, nothing else: split and decoded in C-level passes.
-_CANONICAL = re.compile(rb"(?:[A-Za-z0-9+/=]+ [0-9]+\r?\n)*(?:[A-Za-z0-9+/=]+ [0-9]+\r?)?")
+# Ranks of at most MAX_RANK_DIGITS digits only: any other line goes the per-line way, which names it.
+_CANONICAL = re.compile(rb"(?:[A-Za-z0-9+/=]+ [0-9]{1,10}\r?\n)*(?:[A-Za-z0-9+/=]+ [0-9]{1,10}\r?)?")
 _TIKTOKEN_LINE_RE = re.compile(rb"^[A-Za-z0-9+/=]+ [0-9]+\r?$")
 
 
@@ -41,6 +48,7 @@ def looks_like_tiktoken(file: str) -> bool:
 def summarize_tiktoken_file(file: str) -> Tuple[Optional[TiktokenSummary], Optional[ErrorRecord]]:
     """Stream a tiktoken BPE file once: hash and rank statistics."""
     try:
+        confine.check(file)  # before the size: a link out's target is never stat'ed into a message
         size = os.path.getsize(file)
         if size > TIKTOKEN_CAP:
             return None, error_record("too-large", "%s is %d bytes, above the %d-byte cap" % (file, size, TIKTOKEN_CAP),
@@ -69,7 +77,8 @@ def summarize_tiktoken_lines(lines: Iterable[bytes]) -> TiktokenSummary:
     """Rank statistics of tiktoken lines ``b"<base64 token> <rank>"`` (pure; never raises).
 
     A line is malformed where ``tiktoken.load.load_tiktoken_bpe`` would refuse it (not
-    two fields, bad base64, rank not an integer) or where the rank is negative.
+    two fields, bad base64, rank not an integer), where the rank is negative, or where it
+    is above MAX_RANK (tiktoken's encoder refuses it).
     ``distinct_tokens`` is what tiktoken's loader ends with (a dict keyed by token), so
     it is the number of base ids a class like Kimi's counts its reserved ids from.
     """
@@ -113,6 +122,8 @@ def _canonical_summary(data: bytes) -> Optional[TiktokenSummary]:
     except (binascii.Error, ValueError):
         return None  # the per-line path names the lines
     ranks = list(map(int, parts[1::2]))
+    if ranks and max(ranks) > MAX_RANK:
+        return None  # the per-line path names the lines
     if not ranks:
         return _summary(0, 0, set(), None, None, 0, 0, [])
     return _summary(len(ranks), len(set(tokens)), set(ranks), min(ranks), max(ranks),
@@ -146,11 +157,16 @@ def _parse_tiktoken_line(line: bytes) -> Tuple[bytes, int, Optional[str]]:
         token = base64.b64decode(fields[0])
     except (binascii.Error, ValueError):
         return b"", 0, "token is not base64"
+    digits = fields[1].lstrip(b"+-").lstrip(b"0")
+    if len(digits) > MAX_RANK_DIGITS:  # before int(): a 10**6-digit "rank" is quadratic to convert
+        return b"", 0, "rank has %d digits, above the largest rank %d" % (len(digits), MAX_RANK)
     try:
         rank = int(fields[1])
     except ValueError:
         return b"", 0, "rank is not an integer"
     if rank < 0:
         return b"", 0, "negative rank"
+    if rank > MAX_RANK:
+        return b"", 0, "rank %d is above the largest rank %d" % (rank, MAX_RANK)
     return token, rank, None
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 import os
 from typing import Any, List, Optional, Tuple
 
+from .. import confine
 from ..contract import DEFAULT_JSON_CAP, ErrorRecord, RemoteCodeInfo, tag
 from ..readers import read_json_capped, sha256_file
 from ..sections import ModuleInfo
@@ -75,7 +76,16 @@ def _module_info(path: str, ref: Optional[str]) -> Optional[ModuleInfo]:
     rel = module_file(parsed.module)
     file = os.path.join(path, rel)
     info: ModuleInfo = {"ref": ref, "module": parsed.module, "class": parsed.name, "file": rel,
-            "exists": os.path.isfile(file), "size": None, "sha256": None}
+            "exists": False, "size": None, "sha256": None}
+    confine.confine(path)
+    try:
+        confine.check(file)
+    except confine.LinkOutside:
+        # There, but through a link out of the model dir: neither sized nor hashed (the target's
+        # size would be shipped). The listing names the link; the static read reports it too.
+        info["exists"] = True
+        return info
+    info["exists"] = os.path.isfile(file)
     if info["exists"]:
         info["size"] = os.path.getsize(file)
         info["sha256"], _ = sha256_file(file)

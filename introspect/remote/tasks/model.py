@@ -13,6 +13,7 @@ import threading
 import time
 from typing import Any, Callable, Dict, List, Set, Tuple, cast
 
+from .. import confine
 from ..contract import (
     DEFAULT_FILES_TIMEOUT,
     DEFAULT_JSON_CAP,
@@ -71,6 +72,9 @@ def run(request: Dict[str, Any]) -> ModelReply:
     max_header = int(request.get("max_header") or DEFAULT_MAX_HEADER)
     deadline = time.time() + float(request.get("deadline") or DEFAULT_FILES_TIMEOUT)
     wanted = set(request.get("sections") or MODEL_SECTIONS)
+    # Before any read (and before the shard workers fork): no file under the model dir is
+    # read through a link that leads out of it.
+    confine.confine(path)
     # Taken before any file is read, so a change during the probe invalidates the cache entry.
     fp = fingerprint.compute(path)
     # Forked before any section thread starts: the header workers run from the first moment.
