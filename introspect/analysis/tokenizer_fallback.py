@@ -10,6 +10,7 @@ from __future__ import annotations
 from typing import Any
 
 from introspect.analysis.tokenizer_layouts import refine as refine_layouts
+from introspect.analysis.tokenizer_limits import plausible_rank
 from introspect.remote.contract import as_dict
 
 NAMED = ("bos", "eos", "pad", "unk", "mask")
@@ -96,7 +97,7 @@ def _vocab(
         if reserved:
             # tiktoken.Encoding: n_vocab = highest rank or special id, plus one; the class's
             # vocab (and so len()) covers every id below it.
-            n_vocab = max(_int(tiktoken.get("max_rank")) or 0, base + reserved - 1) + 1
+            n_vocab = max(plausible_rank(tiktoken.get("max_rank")) or 0, base + reserved - 1) + 1
             placeholder = remote.get("placeholder") if isinstance(remote.get("placeholder"), str) else KIMI_PLACEHOLDER
             length = _len_with_added(n_vocab, added)
             out.update(kind="tiktoken-class", reserved_start=base, placeholder=placeholder, vocab_size=n_vocab, len=length)

@@ -6,6 +6,12 @@ from typing import Any
 
 from introspect.analysis.added_tokens import judge_added_tokens
 from introspect.analysis.findings import Finding, Severity, pip_fix
+from introspect.analysis.tokenizer_limits import (
+    LIMIT_CAUSES,
+    load_limit_finding,
+    sample_limit_finding,
+    tiktoken_findings,
+)
 from introspect.remote.contract import WRAPPER_TEXT_CONFIG_KEYS, as_dict
 
 MAX_LISTED = 5
@@ -38,6 +44,7 @@ def tokenizer_findings(
     out += _mismatch(section)
     out += _file_conflicts(section)
     out += _vocab_vs_embedding(section, config)
+    out += tiktoken_findings(files)
     return out
 
 
@@ -76,6 +83,8 @@ def _load_failure(
         return [_missing_package(pkg, who, target) for pkg in packages]
     if error.get("cause") == "remote-code-refused" and not allowed:
         return []  # expected: the remote-code-disabled finding says it
+    if error.get("cause") in LIMIT_CAUSES:
+        return [load_limit_finding(error, who, target)]
     first_line = str(error.get("message") or "").strip().splitlines()[:1]
     message = f"{who} did not load: {error.get('type')}: {first_line[0] if first_line else ''}".rstrip(": ")
     if section.get("vocab_size") is not None:
@@ -102,6 +111,8 @@ def _load_fix(error: dict[str, Any], target: dict[str, Any]) -> str | None:
         return "the model's tokenizer code does not match this transformers version: update the code files or pin transformers"
     if cause == "remote-code-refused":
         return "allow remote code for this target (it is needed to load this tokenizer)"
+    if cause == "link-outside":
+        return f"replace each link with the model's own file in {model}: links out of it are never followed"
     return None
 
 
@@ -109,6 +120,8 @@ def _sample_failure(error: dict[str, Any], who: str, target: dict[str, Any]) -> 
     packages = [p for p in error.get("missing_packages") or [] if isinstance(p, str) and p]
     if packages:
         return [_missing_package(pkg, "the chat template", target) for pkg in packages]
+    if error.get("cause") in LIMIT_CAUSES:
+        return [sample_limit_finding(error, who)]
     return [
         Finding(
             Severity.WARNING,

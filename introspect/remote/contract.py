@@ -24,6 +24,10 @@ DEFAULT_MAX_HEADER = 100 * 1024 * 1024  # bytes of one safetensors header
 DEFAULT_FILES_TIMEOUT = 60.0  # seconds for the stdlib file probes
 DEFAULT_TOKENIZER_TIMEOUT = 120.0  # seconds for the isolated tokenizer load
 DEFAULT_MODEL_CODE_TIMEOUT = 180.0  # seconds for the isolated meta-device build of the model's code
+# Address space of an isolated task (0: none). An import of transformers takes ~0.2 GiB of it,
+# one of a CUDA build of torch several GiB (its libraries are mapped); a real tokenizer load
+# stays under 2 GiB. See remote/limits.py for what it bounds and which task runs without it.
+DEFAULT_MEMORY_LIMIT = 16 * 1024 * 1024 * 1024
 # Files that are summarised on the host and never shipped get caps of their own:
 # tokenizer.json reaches 33 MB (Gemma-3), the index of a 1T checkpoint ~25 MB.
 TOKENIZER_JSON_CAP = 64 * 1024 * 1024
@@ -189,13 +193,14 @@ class RawFacts(ModelSections, total=False):
     python: Dict[str, Any]
     tokenizer_probe: Optional[TokenizerProbe]
     timings: Dict[str, Any]
+    resources: Dict[str, Any]  # per isolated task, from its supervisor: {"peak_rss": bytes, "limits": {...}}
     cache: Optional[Dict[str, Any]]
     resolved: Optional[Dict[str, Any]]
 
 
 __all__ = [
     "PROTOCOL", "BEGIN", "END", "RAW_SCHEMA", "DEFAULT_JSON_CAP", "DEFAULT_MAX_HEADER", "DEFAULT_FILES_TIMEOUT",
-    "DEFAULT_TOKENIZER_TIMEOUT", "DEFAULT_MODEL_CODE_TIMEOUT", "TOKENIZER_JSON_CAP", "INDEX_CAP", "TIKTOKEN_CAP", "DRAFTER_JSON_CAP",
+    "DEFAULT_TOKENIZER_TIMEOUT", "DEFAULT_MODEL_CODE_TIMEOUT", "DEFAULT_MEMORY_LIMIT", "TOKENIZER_JSON_CAP", "INDEX_CAP", "TIKTOKEN_CAP", "DRAFTER_JSON_CAP",
     "DEFAULT_DISCOVER_DEPTH", "DEFAULT_DISCOVER_DEADLINE", "DEFAULT_DISCOVER_SHIP_CAP",
     "DEFAULT_DISCOVER_MAX_MODELS", "DEFAULT_ENDPOINT_TIMEOUT", "DEFAULT_DECODE_BUDGET",
     "DEFAULT_PIPELINE_PACKAGES", "DEFAULT_IMPORT_TIMEOUT", "MODEL_SECTIONS", "WRAPPER_TEXT_CONFIG_KEYS", "MODULE_DISTRIBUTIONS",

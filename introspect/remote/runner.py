@@ -115,6 +115,10 @@ def _run_task(task: str, request: Dict[str, Any], table: Dict[str, Any] = TASKS)
     try:
         module = __import__(module_name, fromlist=[func_name])
         facts = getattr(module, func_name)(request)
+    except MemoryError:  # under the probe's own limit: name it (the limit, not a bare MemoryError)
+        from .limits import memory_message
+
+        reply = frame(None, [error_record("memory-limit", memory_message("%s probe" % task), probe=task)])
     except Exception as exc:  # a crashing probe is a reported error, not a lost run
         record = error_record(type(exc).__name__, str(exc), probe=task)
         record["traceback"] = traceback.format_exc().strip().splitlines()[-6:]
@@ -131,6 +135,10 @@ def _run_task(task: str, request: Dict[str, Any], table: Dict[str, Any] = TASKS)
 def _answer(task: str, envelope: Envelope, boot: str) -> Reply:
     request = envelope.get("request") or {}
     if not envelope.get("isolate"):
+        if envelope.get("limits") is not None:  # a supervisor's child: its limits, before the task runs
+            from .limits import apply
+
+            apply(envelope.get("limits"))
         watch_stdin(lambda: os._exit(70))
         return _run_task(task, request)
     if task in PRECHECKS:

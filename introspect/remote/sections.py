@@ -368,7 +368,7 @@ class AddedTokensCheck(TypedDict, total=False):
 class TokenizerError(TypedDict):
     type: str
     message: str
-    cause: str  # "missing-package" | "remote-code-refused" | "missing-files" | "incompatible-code" | "exception"
+    cause: str  # "missing-package" | "remote-code-refused" | "missing-files" | "incompatible-code" | "exception" | a limit's (remote/limits.py)
     missing_packages: List[str]
     traceback: List[str]
 

@@ -94,8 +94,8 @@ def test_the_set_is_smaller_than_the_package_and_grows_with_isolation() -> None:
         plain, isolated = set(shipping.task_modules(task)), set(shipping.task_modules(task, True))
         assert {shipping.RUNNER, TASKS[task][0], "introspect", "introspect.remote"} <= plain < everything
         assert isolated == plain | supervision
-    assert set(shipping.task_modules("no-such-task")) == {"introspect", "introspect.remote",
-                                                          "introspect.remote.contract", "introspect.remote.readers",
+    assert set(shipping.task_modules("no-such-task")) == {"introspect", "introspect.remote", "introspect.remote.confine",
+                                                          "introspect.remote.contract", "introspect.remote.limits", "introspect.remote.readers",
                                                           "introspect.remote.runner", "introspect.remote.sections",
                                                           "introspect.remote.wire"}
 

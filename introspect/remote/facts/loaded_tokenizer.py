@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 from typing import Any, Dict, List, Optional
 
+from ..limits import budget
 from ..readers import read_json_capped, read_text_capped, sha256_text
 from ..sections import LoadedChatTemplate, TokenPair
 from .tokenizer_load import classify_error
@@ -96,7 +97,9 @@ def sample(tokenizer: Any) -> Dict[str, Any]:
     if getattr(tokenizer, "chat_template", None) is None:
         return {"text": None, "error": None, "skipped": "no chat template"}
     try:
-        rendered = tokenizer.apply_chat_template(SAMPLE_MESSAGES, tokenize=False, add_generation_prompt=True)
+        # Bounded: a template can grow a string or a list without end (see limits.budget).
+        with budget("the render"):
+            rendered = tokenizer.apply_chat_template(SAMPLE_MESSAGES, tokenize=False, add_generation_prompt=True)
     except BaseException as exc:  # noqa: BLE001 - a template may raise anything, even SystemExit
         if isinstance(exc, KeyboardInterrupt):
             raise

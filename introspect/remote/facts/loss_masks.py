@@ -10,6 +10,7 @@ from __future__ import annotations
 import functools
 from typing import Any, Dict, List
 
+from ..limits import budget
 from .chat_template import MASK_CONVERSATION, REASONING, first_diff, render
 from .guards import exception_record, safe_get
 
@@ -37,8 +38,9 @@ def check_masks(tok: Any, template: Dict[str, Any]) -> Dict[str, Any]:
 def _assistant_mask(tok: Any) -> Dict[str, Any]:
     entry: Dict[str, Any] = {"tried": True, "ok": False, "masked_tokens": 0, "covers_turns": False, "error": None}
     try:
-        out = tok.apply_chat_template(MASK_CONVERSATION, tokenize=True, return_dict=True,
-                                      return_assistant_tokens_mask=True, add_generation_prompt=False)
+        with budget("the chat template's render"):  # as every render: bounded in memory and time
+            out = tok.apply_chat_template(MASK_CONVERSATION, tokenize=True, return_dict=True,
+                                          return_assistant_tokens_mask=True, add_generation_prompt=False)
         ids, mask = list(out["input_ids"]), list(out["assistant_masks"])
         if ids and isinstance(ids[0], list):
             ids, mask = ids[0], mask[0]

@@ -13,6 +13,7 @@ import traceback
 from typing import List, Optional
 
 from ..contract import MODULE_DISTRIBUTIONS, TokenizerError, distribution_for, module_for
+from ..limits import LimitExceeded, memory_message
 
 TRACEBACK_LINES = 8
 MAX_MESSAGE = 2000
@@ -31,6 +32,12 @@ _NO_FILES_MESSAGES = ("Can't load tokenizer", "Couldn't instantiate the backend 
 
 def classify_error(exc: BaseException) -> TokenizerError:
     """Exception -> {type, message, cause, missing_packages, traceback}."""
+    if isinstance(exc, (LimitExceeded, MemoryError)):
+        # One of the probe's own limits: the message names it; a traceback of the template or
+        # loader it stopped says nothing more (and building one may need the memory it lacks).
+        limit = (exc.cause, str(exc)) if isinstance(exc, LimitExceeded) else \
+            ("memory-limit", memory_message("the tokenizer probe"))
+        return {"type": limit[0], "message": limit[1], "cause": limit[0], "missing_packages": [], "traceback": []}
     message = short(str(exc))
     missing = missing_packages(exc)
     return {

@@ -6,7 +6,9 @@ controller with ``HF_HUB_OFFLINE=1`` and ``HF_HOME`` / ``HF_MODULES_CACHE`` /
 time (Python 3.8+); transformers is imported inside :func:`run` only, so a venv
 without it still yields a classified error. :func:`run` never raises.
 
-Request: ``{"model_path": str, "trust_remote_code": bool, "sample": bool, "json_cap"?: int}``.
+Request: ``{"model_path": str, "trust_remote_code": bool, "sample": bool, "json_cap"?: int,
+"memory_limit"?: int}`` (``memory_limit``: bytes of address space, read by the supervisor).
+A tokenizer file above its cap (facts.tokenizer_size_guard) is not loaded at all.
 
 Result::
 
@@ -31,7 +33,8 @@ Result::
       # "transformers_error": <error>.
     }
     <error> = {"type": exception class, "message": str, "cause": "missing-package" |
-               "remote-code-refused" | "missing-files" | "incompatible-code" | "exception",
+               "remote-code-refused" | "missing-files" | "incompatible-code" | "too-large" |
+               "memory-limit" | "time-limit" | "link-outside" | "exception",
                "missing_packages": [pip names], "traceback": [last lines]}
 """
 
@@ -43,11 +46,12 @@ import time
 from typing import Any, Callable, Dict, Optional, Tuple, cast
 
 from ..contract import DEFAULT_JSON_CAP, TokenizerProbe
-from ..facts import added_tokens
+from ..facts import added_tokens, load_guard
 from ..facts.loaded_tokenizer import SPECIAL_ATTRIBUTES, chat_template, named_token, sample
 from ..facts.loaded_tokenizer import added_tokens as added_list
 from ..facts.tokenizer_load import classify_error, short
 from ..facts.tokenizer_native_load import fall_back_to_native
+from ..facts.tokenizer_size_guard import too_large_error
 from ..readers import json_safe
 
 MAX_CHECKED_IDS = 5000
@@ -83,6 +87,15 @@ def _empty_result() -> TokenizerProbe:
 
 def _run(request: Dict[str, Any], result: TokenizerProbe) -> None:
     path = str(request["model_path"])
+    refused = load_guard.refusal(path)
+    if refused is not None:  # no load, no native fallback: both would follow the link
+        result["error"] = refused
+        return
+    with load_guard.loadable(path) as loadable:
+        _load(request, loadable, result)
+
+
+def _load(request: Dict[str, Any], path: str, result: TokenizerProbe) -> None:
     trust = bool(request.get("trust_remote_code", False))
     cap = int(request.get("json_cap") or DEFAULT_JSON_CAP)
 
@@ -92,6 +105,10 @@ def _run(request: Dict[str, Any], result: TokenizerProbe) -> None:
     transformers, auto_tokenizer = imported
     result["transformers_version"] = getattr(transformers, "__version__", None)
     result["tokenizers_version"] = _dist_version("tokenizers")
+    too_large = too_large_error(path, cap)
+    if too_large is not None:  # read whole by the load: skipped, the files probe's facts stand
+        result["error"] = too_large
+        return
 
     loaded, tokenizer = _timed_step(result, "load_seconds", path,
                                     lambda: auto_tokenizer.from_pretrained(path, trust_remote_code=trust))
