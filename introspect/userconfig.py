@@ -61,9 +61,57 @@ def config_path() -> Path:
     override = os.environ.get(CONFIG_ENV)
     if override:
         return Path(override).expanduser()
-    import platformdirs  # only when no $INTROSPECT_CONFIG names the file
+    return user_dir("config") / "config.yaml"
 
-    return Path(platformdirs.user_config_dir("introspect")) / "config.yaml"
+
+# The XDG base directory each kind of platformdirs directory comes from on Linux, and the
+# spec's default when the variable is unset or unusable
+# (https://specifications.freedesktop.org/basedir-spec/latest/#variables).
+XDG_DIRS = {"config": ("XDG_CONFIG_HOME", "~/.config"), "cache": ("XDG_CACHE_HOME", "~/.cache"),
+            "state": ("XDG_STATE_HOME", "~/.local/state"), "data": ("XDG_DATA_HOME", "~/.local/share")}
+_DIR_WARNINGS: dict[str, tuple[str, str]] = {}
+
+
+def user_dir(kind: str) -> Path:
+    """introspect's ``kind`` directory (config, cache, state, data) from platformdirs; when its
+    XDG variable names something that cannot hold a directory (a regular file, a relative
+    path), the spec's default instead, with a warning (:func:`dir_warnings`) naming the
+    variable: one bad variable must not fail every command."""
+    import platformdirs  # only when a default directory is needed
+
+    path = Path(getattr(platformdirs, f"user_{kind}_dir")("introspect"))
+    variable, default = XDG_DIRS[kind]
+    value = os.environ.get(variable, "")
+    if not value.strip() or path.parent != Path(value):
+        return path  # unset, or not where this platform's directory comes from (macOS, Windows)
+    problem = _unusable_base(Path(value))
+    if problem is None:
+        return path
+    fallback = Path(default).expanduser() / "introspect"
+    _DIR_WARNINGS[variable] = (f"${variable} ({value}) {problem}; using {fallback} instead",
+                               f"unset {variable}  # or point it at a directory")
+    return fallback
+
+
+def _unusable_base(base: Path) -> str | None:
+    # The XDG spec: "If an implementation encounters a relative path in any of these variables
+    # it should consider the path invalid and ignore it."
+    if not base.is_absolute():
+        return "is not an absolute path"
+    for part in (base, *base.parents):
+        if part.is_dir():
+            return None
+        if part.exists() or part.is_symlink():
+            what = "a file, not a directory" if part.exists() else "a dangling link"
+            return f"cannot hold a directory: {part} is {what}"
+    return None
+
+
+def dir_warnings() -> list[tuple[str, str]]:
+    """(warning, fix) for each XDG variable :func:`user_dir` had to pass over since the last call."""
+    found = list(_DIR_WARNINGS.values())
+    _DIR_WARNINGS.clear()
+    return found
 
 
 def user_config() -> UserConfig:

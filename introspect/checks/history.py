@@ -22,9 +22,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from introspect.checks.history_db import NewerSchema, connect_read_only, create_private, quick_check
 from introspect.checks.packages import canonical_name
 from introspect.checks.result import CheckResult, Status
 from introspect.inventory import venv_pip
+from introspect.redact import scrub_document, scrub_fields
 
 SCHEMA_VERSION = 1
 
@@ -111,31 +113,61 @@ def snapshot_from(
 
 
 def default_path() -> Path:
-    import platformdirs  # a run with --db never needs it
+    from introspect.userconfig import user_dir  # a run with --db never needs platformdirs
 
-    return Path(platformdirs.user_state_dir("introspect")) / "history.sqlite3"
+    return user_dir("state") / "history.sqlite3"
 
 
 class HistoryStore:
-    """The history database; ``path=None`` uses the user's state directory."""
+    """The history database; ``path=None`` uses the user's state directory.
 
-    def __init__(self, path: str | os.PathLike[str] | None = None) -> None:
+    ``read_only`` never writes, not even the schema (``introspect history`` on a read-only
+    file system or an immutable file); a writer creates the file 0600 first.
+    """
+
+    def __init__(self, path: str | os.PathLike[str] | None = None, *, read_only: bool = False,
+                 timeout: float = 30.0) -> None:
         self.path = Path(path) if path is not None else default_path()
-        # Private by default: results name hosts, paths and package sets of the fleet.
-        self.path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
-        self._conn = sqlite3.connect(self.path, timeout=30)
+        created = False
+        if read_only:
+            self._conn = connect_read_only(self.path)
+        else:
+            created = create_private(self.path)
+            self._conn = sqlite3.connect(self.path, timeout=timeout)
         self._conn.row_factory = sqlite3.Row
+        try:
+            self._setup(read_only)
+        except BaseException:
+            self._conn.close()
+            if created and self.path.stat().st_size == 0:  # a full disk must not leave an empty file
+                self.path.unlink()
+            raise
+
+    def _setup(self, read_only: bool) -> None:
         self._conn.execute("PRAGMA foreign_keys = ON")
-        # WAL lets `introspect history` read while a scheduled run writes.
-        self._conn.execute("PRAGMA journal_mode = WAL")
         version = self._conn.execute("PRAGMA user_version").fetchone()[0]
         if version > SCHEMA_VERSION:
-            raise sqlite3.DatabaseError(
-                f"{self.path} has schema version {version}, newer than this introspect ({SCHEMA_VERSION})"
-            )
-        with self._conn:
-            self._conn.executescript(_SCHEMA)
-            self._conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+            raise NewerSchema(f"{self.path} has schema version {version}, newer than this introspect "
+                              f"({SCHEMA_VERSION})")
+        if read_only:
+            return
+        # WAL lets `introspect history` read while a scheduled run writes. Set only when it
+        # is not already: changing the journal mode needs the lock another run may hold.
+        if self._conn.execute("PRAGMA journal_mode").fetchone()[0] != "wal":
+            self._conn.execute("PRAGMA journal_mode = WAL")
+        if version < SCHEMA_VERSION:  # an existing database is only read until a run is recorded
+            with self._conn:
+                self._conn.executescript(_SCHEMA)
+                self._conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+
+    def has_runs_table(self) -> bool:
+        """False for a file no run was ever recorded in (created empty, never set up)."""
+        row = self._conn.execute("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'runs'").fetchone()
+        return row is not None
+
+    def quick_check(self) -> str | None:
+        """None when SQLite's ``PRAGMA quick_check`` finds the file sound, else its first complaint."""
+        return quick_check(self._conn)
 
     def close(self) -> None:
         self._conn.close()
@@ -156,6 +188,7 @@ class HistoryStore:
         snapshots: Iterable[Snapshot] = (),
     ) -> int:
         """Store one run atomically: ``results`` as (host, venv or None, result). Returns the run id."""
+        argv, results = scrub_document(list(argv)), [(h, v, scrub_fields(r)) for h, v, r in results]
         with self._conn:
             cur = self._conn.execute(
                 "INSERT INTO runs (started_at, finished_at, argv) VALUES (?, ?, ?)",

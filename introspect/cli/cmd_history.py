@@ -2,16 +2,19 @@
 
 from __future__ import annotations
 
+import sqlite3
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from datetime import datetime
 from pathlib import Path
 from typing import Any
 
 import click
 
-from introspect.checks.history import default_path
-from introspect.cli.cmd_health import _count_cells, _open_store, _print_findings, db_help
+from introspect.checks.history import HistoryStore, default_path
+from introspect.checks.history_db import describe
+from introspect.cli.cmd_health import _count_cells, _print_findings, db_help
 from introspect.cli.jsonout import echo_json
 from introspect.cli.options import LateHelpOption
 from introspect.cli.render_term import Col, Fixes, escape, make_console, print_fixes, print_rows
@@ -45,11 +48,12 @@ def history(ctx: click.Context, host: str | None, db: str | None, limit: int, ru
     if path is None:
         _emit_history([], [], as_json, default_path())
         return 0
-    with _open_store(str(path)) as store:
+    with _open_store(path, write=keep_days is not None) as store:
         if keep_days is not None:
             store.prune(keep_days)
-        runs = store.runs(host=host, limit=limit)
-        details = store.run_results(run_id, host=host) if run_id is not None else []
+        stored = store.has_runs_table()  # False: a file no run was ever recorded in
+        runs = store.runs(host=host, limit=limit) if stored else []
+        details = store.run_results(run_id, host=host) if run_id is not None and stored else []
         if run_id is not None and not details:
             raise UsageError(f"run #{run_id} has no results{f' for {host}' if host else ''} in {path}",
                              hint="see `introspect history` for the run ids")
@@ -117,11 +121,27 @@ def prune(ctx: click.Context, keep_days: float, db: str | None) -> int:
     if path is None:
         click.echo(f"no history database at {default_path()}; nothing to prune")
         return 0
-    with _open_store(str(path)) as store:
+    with _open_store(path, write=True) as store:
         deleted = store.prune(keep_days)
         left = len(store.runs(limit=100000))
     click.echo(f"deleted {deleted} run(s) older than {keep_days:g} day(s) from {path}; {left} left")
     return 0
+
+
+@contextmanager
+def _open_store(path: Path, *, write: bool = False) -> Iterator[HistoryStore]:
+    """The database, read-only unless pruning: reading then works on a read-only file system or
+    an immutable file and changes nothing; any failure is one error naming its cause."""
+    try:
+        store = HistoryStore(path, read_only=not write, timeout=10.0)
+        try:
+            yield store
+        finally:
+            store.close()
+    except (OSError, sqlite3.Error) as exc:
+        fault = describe(exc, path)
+        raise UsageError(f"cannot {'prune' if write else 'read'} the history database: {fault.cause}",
+                         hint=fault.fix) from None
 
 
 def _existing_db(db: str | None) -> Path | None:

@@ -69,9 +69,11 @@ def default_dir() -> Path:
     override = os.environ.get("INTROSPECT_CACHE_DIR")
     if override:
         return Path(override)
-    import platformdirs  # only when no $INTROSPECT_CACHE_DIR names the directory
+    # Through userconfig: an XDG_CACHE_HOME that names a file falls back to ~/.cache with a
+    # warning naming the variable, instead of every cache write failing on a path that cannot be.
+    from introspect.userconfig import user_dir
 
-    return Path(platformdirs.user_cache_dir("introspect")) / "probes"
+    return user_dir("cache") / "probes"
 
 
 def tool_version() -> str:
