@@ -48,13 +48,27 @@ def disk_paths(venv: VenvEntry) -> list[str]:
 def check_reachable(reach_error: str | None, host: HostEntry | None = None) -> CheckResult:
     if reach_error is None:
         return CheckResult("reachable", "pass", "connected and authenticated")
-    fix = None
-    if host is not None:
-        dest = f"{host.user}@{host.address}" if host.user else host.address
-        port = f" -p {host.port}" if host.port else ""
-        jump = f" -J {shlex.quote(host.jump)}" if host.jump else ""
-        fix = f"check that `ssh{port}{jump} {shlex.quote(dest)} true` works from this machine"
+    fix = _ssh_true(host) if host is not None else None
     return CheckResult("reachable", "fail", reach_error, fix, {"error": reach_error})
+
+
+def _ssh_true(host: HostEntry) -> str | None:
+    """The fix of an SSH host that cannot be reached: the one-line login that shows why."""
+    address, port, user = host.address, host.port, host.user
+    if host.url:
+        from introspect.errors import UsageError
+        from introspect.transport.hostspec import parse_host
+
+        try:
+            spec = parse_host(host.url)  # an ssh:// or openssh:// url names its own address, port, user
+        except UsageError:
+            return None
+        if spec.scheme not in ("ssh", "openssh"):
+            return None  # a container scheme: the transport's own hint names its client
+        address, port, user = spec.host or address, spec.port or port, spec.user or user
+    dest = f"{user}@{address}" if user else address
+    flags = (f" -p {port}" if port else "") + (f" -J {shlex.quote(host.jump)}" if host.jump else "")
+    return f"check that `ssh{flags} {shlex.quote(dest)} true` works from this machine"
 
 
 def check_python(venv: VenvEntry, facts: Mapping[str, Any] | None, probe_error: str | None) -> CheckResult:

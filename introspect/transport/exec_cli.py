@@ -27,6 +27,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from introspect.errors import ClientNotFound, HostUnreachable, IntrospectError, UsageError
+from introspect.interrupts import refuse_new_work
 from introspect.transport.base import ExecResult, Executor, RemoteProcess, Target
 from introspect.transport.hostspec import HostSpec, parse_host
 from introspect.transport.local import LocalExecutor, LocalProcess
@@ -152,6 +153,7 @@ class ExecCLIExecutor(Executor):
 
     def connect(self) -> None:
         with self._connect_lock:
+            refuse_new_work(self.label)
             if self.via is not None:
                 self.via.connect()
             elif self._client_path is None:

@@ -23,11 +23,13 @@ alias to the real host name, port, user and known_hosts file for messages.
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import os
 import re
 import shlex
 import shutil
+import signal
 import subprocess
 import tempfile
 import threading
@@ -36,8 +38,10 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from introspect.errors import ConnectionLost, HostUnreachable, IntrospectError, UsageError
+from introspect.interrupts import deferred, refuse_new_work
 from introspect.transport.base import ExecResult, Executor, RemoteProcess, Target
 from introspect.transport.exec_cli import ClientProcess, find_client
+from introspect.transport.names import check_destination, check_jump, check_port, check_user
 from introspect.transport.openssh_errors import SSHContext, classify
 from introspect.transport.settings import ConnectionSettings, checked_identity
 
@@ -96,10 +100,15 @@ class OpenSSHExecutor(Executor):
                  known_hosts: str | None = None, accept_new: bool = False, options: Sequence[str] = (),
                  connect_timeout: float | None = None, keepalive: int = 5,
                  control_persist: str | None = None, binary: str | None = None) -> None:
-        for what, value in (("host", host), ("user", user), ("jump host", jump)):
-            if value is not None and (not value or value.startswith("-") or any(c.isspace() for c in value)):
-                raise UsageError(f"{what} {value!r} is not a plain name",
-                                 hint=f"pass the {what} as ssh would take it, e.g. gpu1 or root@gpu1:2222")
+        # Checked here, before `ssh -G` reads a config whose `Match exec` substitutes %h/%r into a
+        # shell command (OpenSSH >= 9.6 refuses such names itself; older clients run them).
+        check_destination(host)
+        if user is not None:
+            check_user(user)
+        if port is not None:
+            check_port(port)
+        if jump is not None:
+            check_jump(jump)
         if control_persist is not None and not _PERSIST.fullmatch(control_persist):
             raise UsageError(f"--control-persist {control_persist!r} is not an OpenSSH time",
                              hint="give seconds or a time like 10m or 1h (see ControlPersist in ssh_config(5))")
@@ -162,9 +171,11 @@ class OpenSSHExecutor(Executor):
         with self._lock:
             if self._ctx is not None:
                 return
+            refuse_new_work(self.label)
             self._ssh = find_client("ssh", label=self.label, binary=self.binary)
             ctx, keepalive = self._resolve()
-            self._dir = control_dir(self.control_persist is not None)
+            with deferred():  # a signal here must not leave the dir without an owner
+                self._dir = control_dir(self.control_persist is not None)
             try:
                 self._start_master(ctx, keepalive)
             except BaseException:
@@ -216,21 +227,27 @@ class OpenSSHExecutor(Executor):
         if self.control_persist is not None:
             # -f: ssh goes to the background once logged in, and stays for control_persist after the last session.
             argv += ["-f", "-o", f"ControlPersist={self.control_persist}"]
-        with open(log_path, "wb") as log:
+        with open(log_path, "wb") as log, deferred():
             master = subprocess.Popen([*argv, "--", self.host], stdin=subprocess.DEVNULL,
                                       stdout=subprocess.DEVNULL, stderr=log, start_new_session=True)
+            # Recorded before the login: in its own session it outlives us unless _cleanup stops
+            # it, whatever ends the login (a signal, a refused key, the deadline).
+            self._master = master
+            _OPEN[id(self)] = self
         try:
             self._wait_for(master, log_path, ctx)
         finally:
             if self.control_persist is not None:
                 log_path.unlink(missing_ok=True)
-        self._master = master if self.control_persist is None else None
+        if self.control_persist is not None:
+            self._master = None  # logged in: `-f` left a master meant to persist, the one we started is done
         self._opened += 1
 
     def _wait_for(self, master: subprocess.Popen[bytes], log_path: Path, ctx: SSHContext) -> None:
         """Until the master is logged in (its socket answers), or why it could not."""
         deadline = time.monotonic() + ctx.connect_timeout + AUTH_SLACK_S
         while time.monotonic() < deadline:
+            refuse_new_work(self.label)  # a worker thread's login, when a signal stops the run
             status = master.poll()
             if status is not None and (status != 0 or self.control_persist is None):
                 raise self._login_error(log_path.read_text(errors="replace"), ctx)
@@ -277,16 +294,19 @@ class OpenSSHExecutor(Executor):
             self._ctx = None
 
     def _cleanup(self) -> None:
-        if self._dir is not None and self.control_persist is None:
-            if self._master is not None and self._master.poll() is None and self._ssh is not None:
-                with contextlib.suppress(subprocess.TimeoutExpired, OSError):
-                    subprocess.run([*self._base_argv(extra=self._socket_options()), "-O", "exit", "--",
-                                    self.host], capture_output=True, stdin=subprocess.DEVNULL, timeout=10)
-            if self._master is not None:
-                _stop(self._master)
+        master, persist = self._master, self.control_persist is not None
+        if master is not None and master.poll() is None and not persist and self._socket_ready():
+            with contextlib.suppress(subprocess.TimeoutExpired, OSError):
+                subprocess.run([*self._base_argv(extra=self._socket_options()), "-O", "exit", "--",
+                                self.host], capture_output=True, stdin=subprocess.DEVNULL, timeout=10)
+        if master is not None:
+            # Without --control-persist: the master. With it: a login that never finished.
+            _stop(master)
+        if self._dir is not None and not persist:
             shutil.rmtree(self._dir, ignore_errors=True)
         self._master = None
         self._dir = None
+        _OPEN.pop(id(self), None)
 
     # -- sessions ---------------------------------------------------------------------
     def _spawn(self, argv: list[str]) -> RemoteProcess:
@@ -307,11 +327,32 @@ class OpenSSHExecutor(Executor):
         return super()._no_reply_error(python, task, result, stderr, timeout)
 
 
+# Executors whose master we started and have not stopped yet: closed at exit, should a program
+# (an API user) end without closing them, since a master in its own session outlives us.
+_OPEN: dict[int, OpenSSHExecutor] = {}
+
+
+@atexit.register
+def _close_masters() -> None:
+    for executor in list(_OPEN.values()):
+        with contextlib.suppress(Exception):
+            executor._cleanup()
+
+
 def _stop(proc: subprocess.Popen[bytes]) -> None:
+    """Stop the master and its session's group (signalled before ssh is reaped, so that the group
+    id cannot be another's): ssh ended during its login leaves its ProxyCommand running (it kills
+    it only from its cleanup at exit: ssh_kill_proxy_command in
+    https://github.com/openssh/openssh-portable/blob/master/sshconnect.c)."""
     if proc.poll() is None:
-        proc.terminate()
+        _signal_group(proc, signal.SIGTERM)
         try:
             proc.wait(5)
         except subprocess.TimeoutExpired:
-            proc.kill()
+            _signal_group(proc, signal.SIGKILL)
             proc.wait()
+
+
+def _signal_group(proc: subprocess.Popen[bytes], signum: int) -> None:
+    with contextlib.suppress(OSError):
+        os.killpg(proc.pid, signum)

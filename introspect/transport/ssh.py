@@ -27,6 +27,8 @@ from introspect.errors import (
     IntrospectError,
     UsageError,
 )
+from introspect.interrupts import refuse_new_work
+from introspect.redact import remember
 from introspect.transport.base import Executor, RemoteProcess, Target
 from introspect.transport.hostkeys import KnownHosts
 from introspect.transport.paramiko_lib import paramiko
@@ -149,6 +151,7 @@ class SSHExecutor(Executor):
         with self._open_lock:
             if self._conn is not None and _active(self._conn):
                 return
+            refuse_new_work(self.label)
             self._close_clients()
             opened: list[paramiko.SSHClient] = []
             try:
@@ -157,6 +160,9 @@ class SSHExecutor(Executor):
                     sock = self._socket(hop, previous, opened[-1] if opened else None)
                     opened.append(self._open(hop, sock))
                     previous = hop
+                # A signal stopped the run during this login: the fleet's cancel closed nothing
+                # of it yet (it is not ours until assigned below), so it must not be kept.
+                refuse_new_work(self.label)
             except BaseException:
                 _close_all(opened)
                 raise
@@ -209,7 +215,7 @@ class SSHExecutor(Executor):
             kwargs["key_filename"] = list(hop.key_files)
         if hop.explicit and self.ssh.passphrase_env and os.environ.get(self.ssh.passphrase_env):
             # hosts.yaml names the variable; the secret itself never lives in a file we read.
-            kwargs["passphrase"] = os.environ[self.ssh.passphrase_env]
+            kwargs["passphrase"] = remember(os.environ[self.ssh.passphrase_env])  # masked in every output
         try:
             client.connect(**kwargs)  # type: ignore[arg-type]
         except BaseException as exc:
