@@ -68,11 +68,16 @@ _STOPPED_BY: dict[int, tuple[str, str]] = {
 }
 
 
+def cause(signum: int) -> str:
+    """What stopped the run, to follow "the run was": "interrupted", "terminated by SIGTERM"."""
+    return _STOPPED_BY.get(signum, _STOPPED_BY[signal.SIGINT])[0]
+
+
 def describe(signum: int) -> tuple[str, str, str]:
     """(message, fix, kind) of a run stopped by ``signum``: kind ``Interrupted`` for Ctrl-C,
     ``Terminated`` for the others (the ``error`` code of a --json document)."""
-    what, fix = _STOPPED_BY.get(signum, _STOPPED_BY[signal.SIGINT])
-    return f"{what}; remote probes were stopped", fix, "Interrupted" if signum == signal.SIGINT else "Terminated"
+    fix = _STOPPED_BY.get(signum, _STOPPED_BY[signal.SIGINT])[1]
+    return f"{cause(signum)}; remote probes were stopped", fix, "Interrupted" if signum == signal.SIGINT else "Terminated"
 
 
 def signum_of(exc: BaseException | None) -> int:
@@ -129,6 +134,9 @@ def handling() -> Iterator[None]:
     try:
         yield
     finally:
+        # The run is over and cleaned up: a later in-process run (an API caller after main())
+        # must not find its connections refused by this run's signal.
+        _STATE.received, _STATE.deferring, _STATE.pending = None, 0, False
         for signum, action in previous.items():
             # None: a handler installed from C, which Python cannot reinstall; the default then.
             signal.signal(signum, action if action is not None else signal.SIG_DFL)
@@ -151,5 +159,5 @@ def deferred() -> Iterator[None]:
             raise Terminated(_STATE.received)
 
 
-__all__ = ["HANDLED", "Terminated", "deferred", "describe", "handling", "received", "refuse_new_work", "signum_of",
+__all__ = ["HANDLED", "Terminated", "cause", "deferred", "describe", "handling", "received", "refuse_new_work", "signum_of",
            "stopping"]

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
-import sqlite3
+import shlex
 import sys
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator, Sequence
@@ -26,7 +26,8 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from introspect.checks.health import CheckResult, exit_code
-from introspect.checks.history import HistoryStore, default_path
+from introspect.checks.history import default_path
+from introspect.checks.history_guard import GuardedHistory
 from introspect.cli.connect import (
     ConnectionFlags,
     check_output_path,
@@ -36,20 +37,22 @@ from introspect.cli.connect import (
     load_inventory_for,
     select_fleet,
 )
-from introspect.cli.jsonout import echo_json
+from introspect.cli.jsonout import echo_json, with_error
 from introspect.cli.options import HostSelection, LateHelpOption, host_selectors
-from introspect.cli.outcome import combined
+from introspect.cli.outcome import Finished, Notice, combined, notice
 from introspect.cli.render_term import Col, Fixes, escape, make_console, print_fixes, print_rows
+from introspect.cli.safe_text import one_line, safe_console
 from introspect.cli.session import session
 from introspect.client.health import (
     SCHEMA,
     HealthOptions,
     HostReport,
     all_results,
-    check_and_record,
     report_dict,
 )
+from introspect.client.health_stop import HealthInterrupted, check_or_stop
 from introspect.errors import EXIT_UNREACHABLE, UsageError
+from introspect.interrupts import describe
 from introspect.inventory import Defaults, HostEntry, Inventory, InventoryError, select_hosts
 from introspect.transport.base import Executor
 
@@ -112,7 +115,7 @@ def health(host: str | None, hosts_file: str | None, only: tuple[str, ...], tags
            keep_days: float | None, known_hosts: str | None, accept_new: bool,
            ssh_config: str | None, connect_timeout: float | None, transport: str | None,
            ssh_options: tuple[str, ...], control_persist: str | None, timeout: float | None,
-           ansible_tree: str | None) -> int:
+           ansible_tree: str | None) -> Finished:
     """Check the venvs of every host in the inventory (or one --host): packages, imports, tokenizers, disk, GPUs.
 
     Exit 0 all healthy, 1 a check failed, 2 bad usage or inventory, 3 a host could not be reached.
@@ -137,20 +140,37 @@ def health(host: str | None, hosts_file: str | None, only: tuple[str, ...], tags
     workers = parallel or inventory.defaults.parallel
     argv = _argv(inventory.source, selection, workers, prom, db) + (["--ansible-tree", ansible_tree] if ansible_tree else [])
 
-    with _open_store(db) as store, _progress(len(hosts)) as on_done:
-        run = check_and_record(hosts, factory, store, parallel=workers, options=options, argv=argv,
-                               on_done=on_done)
-        if keep_days is not None:
+    # Whatever happens to the database (locked, full, read-only, damaged), the run goes on and
+    # is reported; the history's troubles are warnings, and the exit code is the hosts'.
+    with GuardedHistory(Path(db) if db else default_path()).open() as store, _progress(len(hosts)) as on_done:
+        run, stopped = check_or_stop(hosts, factory, store, parallel=workers, options=options, argv=argv,
+                                     on_done=on_done)
+        if keep_days is not None and stopped is None:
             store.prune(keep_days)
     # One rule for every command (cli/outcome.py): a host that could not be reached is exit 3.
     code = combined([exit_code(all_results(run.reports)), *(EXIT_UNREACHABLE for r in run.reports if not r.reachable)])
+    error = _stopped_notice(stopped) if stopped is not None else None
+    code = stopped.exit_code if stopped is not None else code
     if as_json:
-        echo_json(_run_document(run.reports, run.run_id, run.started, run.finished, code, run.fleet))
+        document = _run_document(run.reports, run.run_id, run.started, run.finished, code, run.fleet,
+                                 store.summary())
+        echo_json(with_error(document, (error,), code) if error is not None else document)
     elif not session().quiet:
         _print_summary(run.reports, run.run_id, store.path, run.finished - run.started, run.fleet)
+    notices = tuple(Notice(n.text, n.fix, level="warning") for n in store.notes)
+    if error is not None:  # no --prom file either: a partial run's metrics would hide the unchecked hosts
+        return Finished(code, (*notices, error))
     if prom:  # after the report: a failed write must not hide the results
-        _write_prom(prom, run.reports, run.started, run.finished)
-    return code
+        try:
+            _write_prom(prom, run.reports, run.started, run.finished)
+        except UsageError as exc:
+            return Finished(combined([code, exc.exit_code]), (*notices, notice(exc)))
+    return Finished(code, notices)
+
+
+def _stopped_notice(stop: HealthInterrupted) -> Notice:
+    text, fix, kind = describe(stop.signum)
+    return Notice(text, fix, kind=kind)
 
 
 def _select(selection: HostSelection) -> tuple[Inventory, list[HostEntry]]:
@@ -185,20 +205,6 @@ def _executor_factory(flags: ConnectionFlags, inventory: Inventory,
     return make
 
 
-@contextmanager
-def _open_store(db: str | None) -> Iterator[HistoryStore]:
-    # Opened before any host is contacted: a bad --db fails in milliseconds, not after the run.
-    try:
-        store = HistoryStore(db)
-    except (OSError, sqlite3.Error) as exc:
-        raise UsageError(f"cannot open the history database {db or default_path()}: {exc}",
-                         hint="pass --db FILE in a writable directory") from None
-    try:
-        yield store
-    finally:
-        store.close()
-
-
 def _check_prom_path(prom: str | None) -> None:
     if prom and not Path(prom).expanduser().parent.is_dir():
         raise UsageError(f"--prom {prom}: directory {Path(prom).parent} does not exist",
@@ -213,7 +219,8 @@ def _write_prom(path: str, reports: Sequence[HostReport], started: float, finish
         write_prom(Path(path).expanduser(), rows, {r.name: r.reachable for r in reports}, started, finished)
     except OSError as exc:
         raise UsageError(f"cannot write {path}: {exc.strerror or exc}",
-                         hint="check the directory's permissions (the run itself was recorded)") from None
+                         hint=f"ls -ld {shlex.quote(str(Path(path).expanduser().parent))}  # check its "
+                              "permissions and free space; the report above is complete") from None
 
 
 def _argv(source: str, selection: HostSelection, parallel: int, prom: str | None, db: str | None) -> list[str]:
@@ -244,14 +251,13 @@ def _progress(total: int) -> Iterator[Callable[[HostReport], None]]:
         yield lambda report: None
         return
     if not _may_be_terminal():  # decided before importing rich: a cron or --json run never loads it
-        yield lambda report: click.echo(_plain_line(report), err=True)
+        yield lambda report: click.echo(one_line(_plain_line(report)), err=True)
         return
     from rich import progress as rp
-    from rich.console import Console
 
-    console = Console(stderr=True, highlight=False, soft_wrap=True, emoji=False)
+    console = safe_console(stderr=True, highlight=False, soft_wrap=True, emoji=False)
     if not console.is_terminal:
-        yield lambda report: click.echo(_plain_line(report), err=True)
+        yield lambda report: click.echo(one_line(_plain_line(report)), err=True)
         return
     progress = rp.Progress(rp.SpinnerColumn(), rp.TextColumn("checking hosts"), rp.BarColumn(),
                            rp.MofNCompleteColumn(), rp.TimeElapsedColumn(), console=console, transient=True)
@@ -298,8 +304,8 @@ def _rich_line(report: HostReport) -> str:
 # ------------------------------------------------------------------------- output
 
 
-def _run_document(reports: Sequence[HostReport], run_id: int, started: float, finished: float, code: int,
-                  fleet: dict[str, Any]) -> dict[str, Any]:
+def _run_document(reports: Sequence[HostReport], run_id: int | None, started: float, finished: float, code: int,
+                  fleet: dict[str, Any], history: dict[str, Any]) -> dict[str, Any]:
     counts = _counts(all_results(reports))
     return {
         "schema": SCHEMA,
@@ -312,10 +318,11 @@ def _run_document(reports: Sequence[HostReport], run_id: int, started: float, fi
         "summary": {"hosts": len(reports), "unreachable": sum(not r.reachable for r in reports),
                     **{s: counts[s] for s in ("pass", "fail", "warn", "info")}},
         "hosts": [report_dict(r) for r in reports],
+        "history": history,  # where the run was stored, or why it was not
     }
 
 
-def _print_summary(reports: Sequence[HostReport], run_id: int, db: Path, seconds: float,
+def _print_summary(reports: Sequence[HostReport], run_id: int | None, db: Path, seconds: float,
                    fleet: dict[str, Any]) -> None:
     console = make_console()
     print_rows(console, *_summary_rows(reports), title="introspect health")
@@ -326,11 +333,14 @@ def _print_summary(reports: Sequence[HostReport], run_id: int, db: Path, seconds
     _print_findings(console, "Problems", problems, fixes)
     _print_findings(console, "Drift since the previous run", drift_rows, fixes)
     failed = sum(r.status == "fail" for r in all_results(reports))
-    down = sum(not r.reachable for r in reports)
-    verdict = "[green]all healthy[/]" if not failed else f"[bold red]{failed} check(s) failed[/]"
+    down, unchecked = sum(not r.reachable for r in reports), sum(not r.checked for r in reports)
+    verdict = (f"[bold red]{failed} check(s) failed[/]" if failed else "[green]all healthy[/]" if not unchecked
+               else f"[yellow]{unchecked} not checked[/] (the run was stopped)")
+    stored = (f"run #{run_id} stored in {escape(str(db))}" if run_id is not None
+              else f"[yellow]history not recorded[/] in {escape(str(db))} (see the warning)")
     console.print(f"{len(reports)} host(s), {down} unreachable, {verdict} in {seconds:.1f} s "
                   f"(at most {fleet['max_open_connections']} connection(s) open; --parallel {fleet['parallel']}); "
-                  f"run #{run_id} stored in {escape(str(db))}", soft_wrap=True)
+                  f"{stored}", soft_wrap=True)
     print_fixes(console, fixes, gap=True)
 
 
@@ -342,10 +352,11 @@ def _summary_rows(reports: Sequence[HostReport]) -> tuple[list[Col], list[list[s
     rows: list[list[str]] = []
     for report in reports:
         host_counts = _counts(report.host_results)
-        if not report.reachable or not report.venvs:
-            status = "[bold red]unreachable[/]" if not report.reachable else "[dim](no venvs)[/]"
+        if not report.reachable or not report.checked or not report.venvs:
+            status = ("[bold red]unreachable[/]" if not report.reachable else "[yellow]not checked[/]"
+                      if not report.checked else "[dim](no venvs)[/]")
             rows.append([escape(report.name), status, *_count_cells(host_counts), "", f"{report.seconds:.1f}s"])
-            if not report.reachable:
+            if not report.reachable or not report.checked:
                 continue
         for venv in report.venvs:
             counts = _counts(venv.results)

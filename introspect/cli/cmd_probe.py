@@ -4,7 +4,9 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import errno
 import os
+import shlex
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -20,17 +22,27 @@ from introspect.cli.connect import (
     load_inventory_for,
     select_fleet,
 )
-from introspect.cli.jsonout import echo_json, error_of, stamped
+from introspect.cli.jsonout import echo_json, error_of, stamped, with_error
 from introspect.cli.options import BYTE_SIZE, HostSelection, fleet_options
 from introspect.cli.outcome import Finished, Notice, combined, notice
 from introspect.cli.progress import Phases, host_rows
+from introspect.cli.safe_text import one_line
 from introspect.cli.session import session
 from introspect.client.documents import dumps, read_document
-from introspect.client.model import DEFAULT_DEADLINE_S, ProbeRequest, probe_hosts, probe_model
-from introspect.errors import UsageError
+from introspect.client.model import (
+    DEFAULT_DEADLINE_S,
+    ProbeInterrupted,
+    ProbeRequest,
+    probe_hosts,
+    probe_model,
+)
+from introspect.errors import EXIT_FINDINGS, IntrospectError, UsageError
+from introspect.interrupts import describe
+from introspect.redact import scrub_document
 from introspect.remote.contract import (
     DEFAULT_FILES_TIMEOUT,
     DEFAULT_JSON_CAP,
+    DEFAULT_MEMORY_LIMIT,
     DEFAULT_MODEL_CODE_TIMEOUT,
     DEFAULT_TOKENIZER_TIMEOUT,
     RAW_SCHEMA,
@@ -42,7 +54,7 @@ if TYPE_CHECKING:
 
 
 def write_json(path: str, data: Any) -> None:
-    """Write atomically, so a reader never sees half a profile."""
+    """Write atomically, so a reader never sees half a profile (and a failed write leaves nothing)."""
     target = Path(path).expanduser()
     tmp = target.with_name(f".{target.name}.tmp-{os.getpid()}")
     try:
@@ -51,20 +63,42 @@ def write_json(path: str, data: Any) -> None:
     except OSError as exc:
         with contextlib.suppress(OSError):
             tmp.unlink()
-        raise UsageError(f"cannot write {path}: {exc.strerror or exc}",
-                         hint="check that its directory exists and is writable") from None
+        raise UsageError(f"cannot write {path}: {exc.strerror or exc}", hint=_write_hint(target, exc)) from None
 
 
-def emit(profile: dict[str, Any], *, as_json: bool, output: str | None) -> None:
+def _write_hint(target: Path, exc: OSError) -> str:
+    where = shlex.quote(str(target.parent))
+    if exc.errno in (errno.ENOSPC, errno.EDQUOT):
+        return f"df -h {where}  # no space left there: free some, or write the file elsewhere"
+    return f"ls -ld {where}  # the directory must exist and be writable; or write the file elsewhere"
+
+
+def saved(path: str, data: Any, option: str) -> Notice | None:
+    """Write ``path``; a failure is an error notice (exit 1), never a lost result: the caller
+    still prints the profile it computed."""
+    try:
+        write_json(path, data)
+    except IntrospectError as exc:
+        return Notice(f"{option}: {exc.message}; the result was printed but not saved", exc.hint,
+                      kind="OutputNotWritten")
+    return None
+
+
+def emit(profile: dict[str, Any], *, as_json: bool, output: str | None, code: int = 0,
+         failed: tuple[Notice, ...] = ()) -> tuple[Notice, ...]:
+    """Write ``--output``, then print the profile whatever became of the files (``failed``: the
+    writes that already failed). A failed write is an ``error`` member of the printed document
+    (unless it has one; ``code``: the run's exit code before it) and one of the notices returned."""
+    profile = scrub_document(profile)  # the report too (a cache entry or RAW.json written before masking)
     document = stamped(profile)
-    if output:
-        write_json(output, document)
+    notices = (*failed, *filter(None, [saved(output, document, "--output") if output else None]))
     if as_json:
-        echo_json(document)
+        echo_json(with_error(document, notices, max(code, EXIT_FINDINGS)))
     elif not session().quiet:
         from introspect.cli.render import print_report  # rich only for the human report
 
         print_report(profile)
+    return notices
 
 
 @click.command("probe")
@@ -88,6 +122,10 @@ def emit(profile: dict[str, Any], *, as_json: bool, output: str | None) -> None:
 @click.option("--max-json-bytes", type=BYTE_SIZE, default=DEFAULT_JSON_CAP, show_default=True,
               help="Refuse JSON files above this size (64MB, 1GiB or bytes); the weights' index "
                    "has its own, larger cap.")
+@click.option("--memory-limit", type=BYTE_SIZE, default=DEFAULT_MEMORY_LIMIT, show_default=True,
+              help="Memory of the tokenizer load (address space) and of the model-code build (resident "
+                   "memory) on the target (16GiB, 0 for none); past it the task stops with a finding that "
+                   "names the limit.")
 @click.option("--hf-cache", help="HF hub cache dir on the target for --model ORG/NAME[@REV] "
               "(default: HF_HUB_CACHE, HF_HOME/hub, ~/.cache/huggingface/hub there).")
 @click.option("--refresh", is_flag=True, help="Ignore the local result cache and probe afresh.")
@@ -118,23 +156,52 @@ def probe(as_json: bool, output: str | None, save_raw: str | None, parallel: int
     inventory = load_inventory_for(flags.hosts_file) if flags.host else None
     executor, entry = executor_for(flags, inventory)
     where = flags.host or "this machine"
+    stop = None
     with Phases(f"connecting to {where}") as phases:
         executor.connect()  # kept open: probe_model's `with executor` reuses this connection
         phases.phase(f"probing {request.model} on {where}: files, headers, tokenizer")
-        outcome = probe_model(request, executor, entry, inventory)
+        try:
+            outcome = probe_model(request, executor, entry, inventory)
+        except ProbeInterrupted as exc:  # printed once the spinner is gone
+            stop = exc
+    if stop is not None:
+        return _stopped(stop, as_json=as_json, output=output, save_raw=save_raw)
     fatal = fatal_input(outcome)
     if fatal is not None and not as_json:
         raise fatal  # nothing was read: one error and fix, no report of unknowns
-    if save_raw:
-        write_json(save_raw, outcome.raw)
-    if emit_drafter:
-        from introspect.cli.cmd_plan import write_drafter_config
-
-        write_drafter_config(outcome.profile, emit_drafter[0], emit_drafter[1])
+    failed = tuple(filter(None, [saved(save_raw, outcome.raw, "--save-raw") if save_raw else None,
+                                 _drafter(outcome.profile, emit_drafter) if emit_drafter else None]))
     error = fatal or outcome.error
     document = outcome.profile if error is None else {**outcome.profile, "error": error_of(error, outcome.code)}
-    emit(document, as_json=as_json, output=output)
-    return Finished(outcome.code, (notice(error),) if error else ())
+    unsaved = emit(document, as_json=as_json, output=output, code=outcome.code, failed=failed)
+    return Finished(max(outcome.code, EXIT_FINDINGS) if unsaved else outcome.code,
+                    ((notice(error),) if error else ()) + unsaved)
+
+
+def _stopped(stop: ProbeInterrupted, *, as_json: bool, output: str | None, save_raw: str | None) -> Finished:
+    """A probe stopped by a signal: the profile of what finished (an ``interrupted`` finding and,
+    under --json, an ``error`` member naming the signal), written and printed like any other,
+    then the signal's one error line and exit 128 + it. No drafter config from half the facts."""
+    outcome = stop.outcome
+    if outcome is None:  # stopped before its profile was built: main prints the signal's line alone
+        raise stop
+    text, fix, kind = describe(stop.signum)
+    stopped = Notice(text, fix, kind=kind)
+    failed = tuple(filter(None, [saved(save_raw, outcome.raw, "--save-raw") if save_raw else None]))
+    unsaved = emit(with_error(outcome.profile, (stopped,), stop.exit_code), as_json=as_json, output=output,
+                   code=stop.exit_code, failed=failed)
+    return Finished(stop.exit_code, (stopped, *unsaved))
+
+
+def _drafter(profile: dict[str, Any], emit_drafter: tuple[str, str]) -> Notice | None:
+    from introspect.cli.cmd_plan import write_drafter_config
+
+    try:
+        write_drafter_config(profile, emit_drafter[0], emit_drafter[1])
+    except IntrospectError as exc:
+        return Notice(f"--emit-drafter-config: {exc.message}; the profile was printed", exc.hint,
+                      kind=type(exc).__name__)
+    return None
 
 
 def probe_fleet(request: ProbeRequest, flags: ConnectionFlags, selection: HostSelection,
@@ -154,10 +221,10 @@ def probe_fleet(request: ProbeRequest, flags: ConnectionFlags, selection: HostSe
                                      inventory=inventory, on_done=on_done)
     document = {"schema": "introspect.fleet-profiles/v1", "model": request.model, "hosts": results,
                 "fleet": stats}
-    if output:
-        write_json(output, stamped(document))
+    unsaved = tuple(filter(None, [saved(output, stamped(document), "--output") if output else None]))
+    code = combined(int(item["exit_code"]) for item in results)
     if as_json:
-        echo_json(document)
+        echo_json(with_error(document, unsaved, max(code, EXIT_FINDINGS)))
     elif not session().quiet:
         from introspect.cli.render_fleet import print_fleet
 
@@ -165,7 +232,7 @@ def probe_fleet(request: ProbeRequest, flags: ConnectionFlags, selection: HostSe
     notices = tuple(Notice(f"{item['host']}: {item['error'].get('message')}", item["error"].get("hint"),
                            kind=item["error"].get("type"))
                     for item in results if item["error"])
-    return Finished(combined(int(item["exit_code"]) for item in results), notices)
+    return Finished(max(code, EXIT_FINDINGS) if unsaved else code, notices + unsaved)
 
 
 @click.command("profile")
@@ -190,8 +257,9 @@ def profile_cmd(raw_file: str | None, as_json: bool, output: str | None, ansible
     from introspect.analysis.profile import build_profile, exit_code  # only once there is something to build
 
     profile = build_profile(raw)
-    emit(profile, as_json=as_json, output=output)
-    return exit_code(profile, raw)
+    code = exit_code(profile, raw)
+    unsaved = emit(profile, as_json=as_json, output=output, code=code)
+    return Finished(max(code, EXIT_FINDINGS) if unsaved else code, unsaved)
 
 
 def _profiles_from_tree(directory: str, *, as_json: bool, output: str | None) -> Finished:
@@ -200,14 +268,14 @@ def _profiles_from_tree(directory: str, *, as_json: bool, output: str | None) ->
 
     document = profiles_from_tree(directory)
     results = document["hosts"]
-    if output:
-        write_json(output, document)
+    unsaved = tuple(filter(None, [saved(output, document, "--output") if output else None]))
+    code = max((int(item["exit_code"]) for item in results), default=0)
     if as_json:
-        echo_json(document)
+        echo_json(with_error(document, unsaved, max(code, EXIT_FINDINGS)))
     elif not session().quiet:
         for item in results:
-            click.echo(f"\n=== {item['host']} (exit {item['exit_code']}) ===")
+            click.echo(f"\n=== {one_line(str(item['host']))} (exit {item['exit_code']}) ===")
             print_report(item["profile"])
     notices = tuple(Notice(f"{item['host']}: {item['error'].get('message')}", item["error"].get("hint"))
                     for item in results if item["error"])
-    return Finished(max((int(item["exit_code"]) for item in results), default=0), notices)
+    return Finished(max(code, EXIT_FINDINGS) if unsaved else code, notices + unsaved)

@@ -2,7 +2,8 @@
 
 A script reading ``--json`` output always gets exactly one document on stdout: the
 command's own (with an ``error`` member when the command failed, e.g. a probe that
-kept partial facts), or ``{"schema": "introspect.error/v1", ..., "error": {code, message, fix}}``
+kept partial facts, or one whose ``--output`` file could not be written: the computed result
+is printed all the same), or ``{"schema": "introspect.error/v1", ..., "error": {code, message, fix}}``
 when the command failed before it could print one.
 """
 
@@ -14,6 +15,7 @@ from typing import Any
 import click
 
 from introspect import __version__
+from introspect.cli.outcome import Notice
 from introspect.cli.session import session
 from introspect.errors import IntrospectError
 
@@ -55,6 +57,16 @@ def error_object(code: str, message: str, fix: str | None, exit_code: int, host:
 def error_of(exc: IntrospectError, exit_code: int | None = None) -> dict[str, Any]:
     return error_object(error_code(type(exc).__name__), exc.one_line(), exc.hint,
                         exc.exit_code if exit_code is None else exit_code, exc.host)
+
+
+def with_error(document: dict[str, Any], notices: tuple[Notice, ...], exit_code: int = 1) -> dict[str, Any]:
+    """``document`` with an ``error`` member for the first error of ``notices`` (a copy), unless it
+    has one: a command that computed its result but could not save it still prints that result."""
+    first = next((item for item in notices if item.level == "error"), None)
+    if first is None or document.get("error"):
+        return document
+    code = error_code(first.kind or "error")
+    return {**document, "error": error_object(code, first.text, first.hint, exit_code, first.host)}
 
 
 def error_document(code: str, message: str, fix: str | None, exit_code: int,

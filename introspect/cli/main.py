@@ -9,6 +9,7 @@ With ``--json`` a failure is also one ``introspect.error/v1`` document on stdout
 
 from __future__ import annotations
 
+import contextlib
 import importlib
 import logging
 import sys
@@ -16,11 +17,13 @@ import traceback
 
 import click
 
-from introspect import __version__
+from introspect import __version__, interrupts
 from introspect.cli.jsonout import dumps, error_code, error_document
 from introspect.cli.outcome import Finished, Notice, notice
+from introspect.cli.safe_text import one_line
 from introspect.cli.session import session, start_session
 from introspect.errors import EXIT_FINDINGS, EXIT_USAGE, IntrospectError
+from introspect.redact import scrub, scrub_fields
 
 # command name -> ("module:attribute", the first line of its help). Commands are imported only
 # when used, so that `introspect probe` does not pay for importing health, preflight,
@@ -82,7 +85,8 @@ def cli(ctx: click.Context, debug: bool, quiet: bool, wide: bool) -> None:
     """Remote model introspection over SSH: architecture, experts, tokenizer and venv health.
 
     Exit codes: 0 ok, 1 findings or failed checks, 2 bad usage or input, 3 host unreachable,
-    authentication refused or host key rejected. --debug, --quiet and --wide go anywhere.
+    authentication refused or host key rejected; 130 Ctrl-C, 143 SIGTERM, 129 SIGHUP (remote probes
+    stopped, nothing left running). --debug, --quiet and --wide go anywhere.
     """
     ctx.ensure_object(dict)
     ctx.obj["debug"] = session().debug
@@ -105,20 +109,28 @@ def print_notices(notices: tuple[Notice, ...] | list[Notice]) -> None:
     for item in notices:
         if item.level == "warning" and session().quiet:
             continue
-        click.echo(f"{item.level}: {item.text}", err=True)
+        # Messages carry host-controlled text (paths, model_type, remote stderr): escaped, so a
+        # terminal shows an ESC sequence instead of obeying it, and each line stays one line.
+        click.echo(f"{item.level}: {one_line(item.text)}", err=True)
         if item.hint:
-            click.echo(f"fix: {item.hint}", err=True)
+            click.echo(f"fix: {one_line(item.hint)}", err=True)
 
 
 def warning_notices() -> list[Notice]:
     """The run's known_hosts warnings (only when a command loaded known_hosts at all)."""
     connect = sys.modules.get("introspect.cli.connect")
     lines = connect.known_hosts_warnings() if connect is not None else []
-    return [Notice(line, level="warning") for line in lines]
+    cache = sys.modules.get("introspect.client.cache")  # a healed entry, a cache write that failed
+    cached = cache.drain_warnings() if cache is not None else []
+    config = sys.modules.get("introspect.userconfig")  # an XDG variable that names no directory
+    cached += config.dir_warnings() if config is not None else []
+    return [*(Notice(line, level="warning") for line in lines),
+            *(Notice(text, hint, level="warning") for text, hint in cached)]
 
 
 def finish(notices: list[Notice], code: int) -> int:
     """Print the notices; under --json, also the error document when no document was printed."""
+    notices = [scrub_fields(item) for item in notices]  # the last guard: no secret in an error/fix line
     print_notices(notices)
     state = session()
     errors = [n for n in notices if n.level == "error"]
@@ -137,6 +149,16 @@ def _usage_notice(exc: click.ClickException) -> Notice:
 
 
 def main(argv: list[str] | None = None) -> int:
+    # SIGTERM (systemd stop, timeout(1)) and SIGHUP (a closed terminal) raise as Ctrl-C does, so
+    # that every cleanup path runs: see introspect/interrupts.py.
+    with interrupts.handling():
+        try:
+            return _main(argv)
+        except KeyboardInterrupt as exc:  # one that arrived while the outcome was printed
+            return _interrupted(exc)
+
+
+def _main(argv: list[str] | None) -> int:
     argv = start_session(list(sys.argv[1:] if argv is None else argv))
     debug = session().debug
     _quiet_libraries(debug)
@@ -147,25 +169,39 @@ def main(argv: list[str] | None = None) -> int:
         return finish(warning_notices(), int(result or 0))
     except IntrospectError as exc:
         if debug:
-            traceback.print_exc()
+            click.echo(scrub(traceback.format_exc()), err=True, nl=False)  # secrets masked here too
         return finish([*warning_notices(), notice(exc)], exc.exit_code)
     except click.exceptions.Exit as exc:
         return int(exc.exit_code)
-    except click.Abort:
-        # click turns Ctrl-C into Abort; by now the executors closed their channels.
-        return finish([Notice("interrupted; remote probes were stopped", kind="Interrupted")], 130)
+    except click.Abort as exc:
+        # click turns Ctrl-C (and our Terminated) into Abort; by now the executors closed their channels.
+        return _interrupted(exc.__cause__ or exc.__context__)
     except click.ClickException as exc:
         return finish([_usage_notice(exc)], EXIT_USAGE)
-    except KeyboardInterrupt:
-        return finish([Notice("interrupted; remote probes were stopped", kind="Interrupted")], 130)
+    except KeyboardInterrupt as exc:
+        return _interrupted(exc)
     except BrokenPipeError:
         return 0
     except Exception as exc:  # noqa: BLE001 - the last line of defence: never a raw traceback
+        if interrupts.stopping():  # e.g. click's newline to the terminal that SIGHUP took away
+            return _interrupted(None)
         if debug:
-            traceback.print_exc()
+            click.echo(scrub(traceback.format_exc()), err=True, nl=False)  # secrets masked here too
         return finish([Notice(f"internal error: {type(exc).__name__}: {exc}",
                               "rerun with --debug and report the traceback (and `introspect env`)",
                               kind="InternalError")], EXIT_FINDINGS)
+
+
+def _interrupted(exc: BaseException | None) -> int:
+    """The one error line of a run stopped by a signal, exit 128 + the signal (130 for Ctrl-C).
+    A command that kept a partial result (probe, health) printed it and returned its own
+    Finished with this same line; this is the path of a run stopped before it had any."""
+    signum = interrupts.signum_of(exc)
+    text, fix, kind = interrupts.describe(signum)
+    # After SIGHUP the terminal may be gone: writing to it must not turn into an internal error.
+    with contextlib.suppress(OSError):
+        finish([Notice(text, fix, kind=kind)], 128 + signum)
+    return 128 + signum
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -34,6 +34,8 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
+from introspect.interrupts import Terminated, signum_of
+
 T = TypeVar("T")
 R = TypeVar("R")
 
@@ -172,8 +174,12 @@ def run_fleet(
     ``on_error(item, exc, seconds)`` turns an exception into that item's result.
     ``monitor`` (made here when not given) staggers the starts; pass your own to let the
     work count its connections on it and to read the counters afterwards.
-    On KeyboardInterrupt the monitor is cancelled (open connections closed), waiting
-    items are dropped and the interrupt propagates.
+    On KeyboardInterrupt (Ctrl-C, and SIGTERM/SIGHUP under :func:`introspect.interrupts.handling`)
+    the monitor is cancelled (open connections closed), waiting items are dropped and the
+    interrupt propagates, as :class:`FleetInterrupted` with the results of the items that had
+    finished. Items still running end promptly: once a signal is received the
+    transports open no connection and start no process (:func:`introspect.interrupts.refuse_new_work`),
+    and the interpreter joins their threads before it exits.
     """
     if parallel < 1:
         raise ValueError(f"parallel must be at least 1, got {parallel}")
@@ -193,23 +199,52 @@ def run_fleet(
         except Exception as exc:  # noqa: BLE001 - one item's failure is its own result
             return _failure(item, exc, time.monotonic() - started, on_error)
 
-    results: list[R | ItemFailure[T] | None] = [None] * len(items)
     pool = concurrent.futures.ThreadPoolExecutor(max_workers=min(parallel, len(items)),
                                                  thread_name_prefix="fleet")
+    results = _run_pool(pool, guarded, items, monitor, on_done)
+    pool.shutdown(wait=True)
+    return results
+
+
+def _run_pool(pool: concurrent.futures.ThreadPoolExecutor, guarded: Callable[[T], R], items: list[T],
+              monitor: FleetMonitor, on_done: Callable[[int, T, R], None] | None) -> list[R]:
+    """Every item's result, in input order (see :func:`run_fleet`: its pool, its on_done)."""
+    results: list[R | None] = [None] * len(items)
+    futures: dict[concurrent.futures.Future[R], int] = {}
     try:
-        futures = {pool.submit(guarded, item): i for i, item in enumerate(items)}
+        futures.update((pool.submit(guarded, item), i) for i, item in enumerate(items))
         for future in concurrent.futures.as_completed(futures):
             index = futures[future]
             result = future.result()  # guarded() never raises
             results[index] = result
             if on_done is not None:
                 on_done(index, items[index], result)
-    except BaseException:
+    except BaseException as exc:
+        if isinstance(exc, KeyboardInterrupt):
+            _keep_finished(futures, results)  # before the cancel cuts the others short
         monitor.cancel()
         pool.shutdown(wait=False, cancel_futures=True)
+        if isinstance(exc, KeyboardInterrupt):
+            raise FleetInterrupted(signum_of(exc), results) from exc
         raise
-    pool.shutdown(wait=True)
     return results  # type: ignore[return-value]  # every slot was filled above
+
+
+def _keep_finished(futures: dict[concurrent.futures.Future[Any], int], results: list[Any]) -> None:
+    """The results of the items done when a signal came: they finished on their own. One still
+    running is cut short by the cancel that follows, and its result would only say so."""
+    for future, index in futures.items():
+        if results[index] is None and future.done() and not future.cancelled():
+            results[index] = future.result()
+
+
+class FleetInterrupted(Terminated):
+    """A signal stopped :func:`run_fleet`; ``results`` are in input order, None for each item that
+    had not finished (those still running were cancelled)."""
+
+    def __init__(self, signum: int, results: Sequence[Any]) -> None:
+        super().__init__(signum)
+        self.results = list(results)
 
 
 def _failure(item: T, error: BaseException, seconds: float,
@@ -221,4 +256,4 @@ def _failure(item: T, error: BaseException, seconds: float,
     return ItemFailure(item, error, seconds)
 
 
-__all__ = ["DEFAULT_BURST", "DEFAULT_STAGGER_S", "FleetMonitor", "ItemFailure", "run_fleet"]
+__all__ = ["DEFAULT_BURST", "DEFAULT_STAGGER_S", "FleetInterrupted", "FleetMonitor", "ItemFailure", "run_fleet"]

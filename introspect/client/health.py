@@ -33,9 +33,10 @@ from introspect.checks.health import (
     probe_request,
 )
 from introspect.checks.history import HistoryStore, Snapshot, drift, snapshot_from
-from introspect.client.fleet import DEFAULT_STAGGER_S, FleetMonitor, ItemFailure, run_fleet
+from introspect.checks.history_guard import GuardedHistory
+from introspect.client.fleet import DEFAULT_STAGGER_S, FleetInterrupted, FleetMonitor, ItemFailure, run_fleet
 from introspect.client.runner import Channel, ChannelResult, run_channels
-from introspect.errors import IntrospectError, ProbeTimeout
+from introspect.errors import ConnectError, IntrospectError, ProbeTimeout
 from introspect.inventory import HostEntry, VenvEntry
 from introspect.remote.contract import DEFAULT_TOKENIZER_TIMEOUT
 from introspect.transport.base import Executor
@@ -73,6 +74,7 @@ class HostReport:
     snapshots: list[Snapshot]
     seconds: float
     connections: int  # connections this host's check opened: 1 (0 if it failed before connecting)
+    checked: bool = True  # False: a signal stopped the run before this host finished (health_stop.py)
 
     @property
     def reachable(self) -> bool:
@@ -101,6 +103,7 @@ class _Outcome:
     facts: Any = None
     error: str | None = None  # why the task produced no facts (one line)
     error_type: str | None = None  # exception class, or the remote error record's type
+    lost: ConnectError | None = None  # the connection itself failed under the task
 
 
 def check_host(host: HostEntry, executor: Executor, options: HealthOptions = HealthOptions(),
@@ -117,6 +120,14 @@ def check_host(host: HostEntry, executor: Executor, options: HealthOptions = Hea
             outcomes = _run_jobs(executor, _jobs(host), options)
         finally:
             executor.close()
+    lost = next((o.lost for o in outcomes.values() if o.lost is not None), None)
+    if lost is not None:
+        # As for probe (exit 3): a connection reset or closed after login is the host's failure, not
+        # its venvs' (whose checks are then unknown, not failed). `ssh ... true` shows it best.
+        cause = f"the connection dropped after login: {_describe(lost)}"
+        return _unreachable(host, cause, check_reachable(cause, host).fix or lost.hint,
+                            {"type": type(lost).__name__, "stage": lost.stage, "after_login": True},
+                            time.monotonic() - started, _connections(executor))
     return _reachable_report(host, outcomes, time.monotonic() - started, _connections(executor))
 
 
@@ -162,6 +173,8 @@ def _channel(job: _Job, options: HealthOptions) -> Channel:
 
 def _outcome(result: ChannelResult) -> _Outcome:
     exc = result.error
+    if isinstance(exc, ConnectError):
+        return _Outcome(error=_describe(exc), error_type=type(exc).__name__, lost=exc)
     if isinstance(exc, IntrospectError):
         kind = "timeout" if isinstance(exc, ProbeTimeout) else type(exc).__name__
         return _Outcome(error=_describe(exc), error_type=kind)
@@ -259,14 +272,23 @@ def run_health(
         if on_done is not None and isinstance(report, HostReport):
             on_done(report)
 
-    reports = run_fleet(hosts, work, parallel=parallel, monitor=monitor, on_error=failed, on_done=done)
-    return [r if isinstance(r, HostReport) else failed(r.item, r.error, r.seconds) for r in reports]
+    def report(result: HostReport | ItemFailure[HostEntry]) -> HostReport:
+        return result if isinstance(result, HostReport) else failed(result.item, result.error, result.seconds)
+
+    try:
+        reports = run_fleet(hosts, work, parallel=parallel, monitor=monitor, on_error=failed, on_done=done)
+    except FleetInterrupted as stop:  # the hosts that finished are kept; the others were not checked
+        from introspect.client.health_stop import HealthInterrupted, not_checked
+
+        raise HealthInterrupted(stop.signum, [not_checked(host, stop.signum) if r is None else report(r)
+                                              for host, r in zip(hosts, stop.results, strict=True)]) from stop
+    return [report(r) for r in reports]
 
 
 # ------------------------------------------------------------------ drift, history
 
 
-def attach_drift(reports: Iterable[HostReport], store: HistoryStore) -> None:
+def attach_drift(reports: Iterable[HostReport], store: HistoryStore | GuardedHistory) -> None:
     """Compare each snapshot with the latest stored one for its (host, venv).
 
     Host-level drift (unreachable/recovered) would repeat once per venv: it is kept
@@ -285,31 +307,41 @@ def attach_drift(reports: Iterable[HostReport], store: HistoryStore) -> None:
 
 @dataclass
 class HealthRun:
-    """One recorded run: the hosts' reports (drift attached) and where the history stored it."""
+    """One run: the hosts' reports (drift attached) and the run's id in the history (None when
+    the database could not take it: the guard's notes say why)."""
 
     reports: list[HostReport]
-    run_id: int
+    run_id: int | None
     started: float
     finished: float
     fleet: dict[str, Any]  # --parallel and the monitor's connection counters
 
 
 def check_and_record(hosts: Sequence[HostEntry], executor_for: Callable[[HostEntry], Executor],
-                     store: HistoryStore, *, parallel: int, options: HealthOptions, argv: Sequence[str],
+                     store: GuardedHistory, *, parallel: int, options: HealthOptions, argv: Sequence[str],
                      on_done: Callable[[HostReport], None] | None = None) -> HealthRun:
-    """Check every host, compare with the previous run, and store this one."""
+    """Check every host, compare with the previous run, and store this one (a database that
+    cannot take it costs the run nothing: ``store`` turns that into a note)."""
     started = time.time()
     monitor = FleetMonitor(DEFAULT_STAGGER_S)
-    reports = run_health(hosts, executor_for, parallel=parallel, options=options, monitor=monitor,
-                         on_done=on_done)
+    try:
+        reports = run_health(hosts, executor_for, parallel=parallel, options=options, monitor=monitor,
+                             on_done=on_done)
+    except KeyboardInterrupt as stop:  # a partial run: reported by the caller, never stored
+        from introspect.client.health_stop import HealthInterrupted, not_recorded
+
+        if isinstance(stop, HealthInterrupted):
+            stop.run = HealthRun(stop.reports, None, started, time.time(), {"parallel": parallel, **monitor.stats()})
+            store.notes.append(not_recorded(stop.signum, argv))
+        raise
     finished = time.time()
     attach_drift(reports, store)  # before recording: "previous" must be the last stored run
     run_id = record_run(store, reports, argv=argv, started_at=started, finished_at=finished)
     return HealthRun(reports, run_id, started, finished, {"parallel": parallel, **monitor.stats()})
 
 
-def record_run(store: HistoryStore, reports: Sequence[HostReport], *, argv: Sequence[str],
-               started_at: float, finished_at: float) -> int:
+def record_run(store: HistoryStore | GuardedHistory, reports: Sequence[HostReport], *, argv: Sequence[str],
+               started_at: float, finished_at: float) -> int | None:
     rows = [row for report in reports for row in report.rows()]
     snapshots = [snap for report in reports for snap in report.snapshots]
     return store.record_run(argv=argv, started_at=started_at, finished_at=finished_at, results=rows,
@@ -328,7 +360,7 @@ def report_dict(report: HostReport) -> dict[str, Any]:
     return {
         "name": report.name,
         "address": report.address,
-        "reachable": report.reachable,
+        "reachable": report.reachable if report.checked else None,  # not checked: unknown
         "seconds": round(report.seconds, 3),
         "connections": report.connections,
         "checks": [result_dict(r) for r in report.host_results],

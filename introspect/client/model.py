@@ -5,14 +5,16 @@ probe ("model"), the isolated tokenizer load ("tokenizer") and the isolated meta
 build of the model's own code ("model_code") run as channels of
 :func:`introspect.client.runner.run_channels`. A whole-run deadline closes the
 connection when it passes (the remote watchdogs then stop their tasks); whatever
-finished is kept. Results come from the local cache when the remote fingerprint
-says nothing changed.
+finished is kept. So does a signal (Ctrl-C, SIGTERM, SIGHUP): :class:`ProbeInterrupted` carries
+the profile of what finished, which is never cached. Results come from the local cache when the
+remote fingerprint says nothing changed.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import os
+import shlex
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -22,12 +24,21 @@ from introspect.client.cache import ProbeCache, cache_key
 from introspect.client.fleet import FleetMonitor, ItemFailure, run_fleet
 from introspect.client.hub import is_repo_id, resolve_model
 from introspect.client.preload import preload
-from introspect.client.runner import Channel, ChannelResult, error_record, run_channels, target_of
+from introspect.client.runner import (
+    Channel,
+    ChannelResult,
+    ChannelsInterrupted,
+    error_record,
+    run_channels,
+    target_of,
+)
 from introspect.errors import ConnectError, IntrospectError, ModelPathError, UsageError
+from introspect.interrupts import Terminated, cause, describe
 from introspect.remote.contract import (
     DEFAULT_FILES_TIMEOUT,
     DEFAULT_JSON_CAP,
     DEFAULT_MAX_HEADER,
+    DEFAULT_MEMORY_LIMIT,
     DEFAULT_MODEL_CODE_TIMEOUT,
     DEFAULT_TOKENIZER_TIMEOUT,
     RAW_SCHEMA,
@@ -64,6 +75,7 @@ class ProbeOptions:
     load_model_code: bool = True
     model_code_timeout: float = DEFAULT_MODEL_CODE_TIMEOUT
     max_header: int = DEFAULT_MAX_HEADER
+    memory_limit: int = DEFAULT_MEMORY_LIMIT  # of each isolated task (address space, resident memory); 0: none
 
 
 @dataclasses.dataclass(frozen=True)
@@ -84,6 +96,7 @@ class ProbeRequest:
     refresh: bool = False
     no_cache: bool = False
     deadline: float = DEFAULT_DEADLINE_S
+    memory_limit: int = DEFAULT_MEMORY_LIMIT
 
 
 @dataclasses.dataclass
@@ -92,6 +105,16 @@ class ProbeOutcome:
     raw: dict[str, Any]
     profile: dict[str, Any]
     error: IntrospectError | None = None  # why the run is incomplete (the CLI's error/fix lines)
+
+
+class ProbeInterrupted(Terminated):
+    """A signal stopped the probe. ``raw``: the facts gathered before it, with a ``fatal`` that
+    names the signal; ``outcome``: their profile (set by :func:`probe_model`). Never cached."""
+
+    def __init__(self, signum: int, raw: dict[str, Any]) -> None:
+        super().__init__(signum)
+        self.raw = raw
+        self.outcome: ProbeOutcome | None = None
 
 
 # --------------------------------------------------------------------------- gather
@@ -124,20 +147,45 @@ def gather_unless(executor: Executor, options: ProbeOptions, target: TargetBlock
     if options.load_tokenizer:
         channels.append(Channel("tokenizer", python, "tokenizer",
                                 {"model_path": options.model_path, "trust_remote_code": options.remote_code,
-                                 "sample": True}, options.tokenizer_timeout, isolate=True))
+                                 "sample": True, "json_cap": options.json_cap,
+                                 "memory_limit": options.memory_limit}, options.tokenizer_timeout, isolate=True))
     if options.load_model_code:
         channels.append(Channel("model_code", python, "model_code",
-                                {"model_path": options.model_path, "trust_remote_code": options.remote_code},
+                                {"model_path": options.model_path, "trust_remote_code": options.remote_code,
+                                 "memory_limit": options.memory_limit},  # its resident-memory bound
                                 options.model_code_timeout, isolate=True))
     if unless_digest:
         channels.insert(0, Channel("fingerprint", python, "fingerprint", {"model_path": options.model_path},
                                    options.files_timeout, stop_if_digest=unless_digest))
-    results = run_channels(executor, channels)
+    try:
+        results = run_channels(executor, channels)
+    except ChannelsInterrupted as stop:
+        raise ProbeInterrupted(stop.signum, _partial(stop, channels, raw, started)) from stop
     check = results.pop("fingerprint", None)
     if check is not None and check.reply is not None and (check.facts or {}).get("digest") == unless_digest:
         return None
     for result in results.values():
         _merge(result, raw)
+    raw["timings"]["total"] = round(time.monotonic() - started, 3)
+    return raw
+
+
+def _partial(stop: ChannelsInterrupted, channels: Sequence[Channel], raw: dict[str, Any],
+             started: float) -> dict[str, Any]:
+    """The raw facts of the channels that finished before the signal; each other channel is an
+    error record saying the signal stopped it, and ``fatal`` names the signal (exit 128 + it)."""
+    message, fix, kind = describe(stop.signum)
+    host = raw["target"].get("host")
+    for channel in channels:
+        if channel.key == "fingerprint":
+            continue  # the cache check: no fact of the model
+        result = stop.results.get(channel.key)
+        if result is not None:
+            _merge(result, raw)
+        else:
+            raw["errors"].append({"probe": channel.task, "type": kind, "stage": channel.task, "hint": fix,
+                                  "message": f"the {channel.task} probe did not finish: the run was {cause(stop.signum)}"})
+    raw["fatal"] = {"type": kind, "exit_code": stop.exit_code, "host": host, "message": message, "hint": fix}
     raw["timings"]["total"] = round(time.monotonic() - started, 3)
     return raw
 
@@ -167,6 +215,9 @@ def _merge(result: ChannelResult, raw: dict[str, Any]) -> None:
         raw[f"{task}_probe"] = reply.facts
         if reply.supervisor:
             raw["timings"][f"{task}.supervisor"] = reply.supervisor.get("seconds")
+            # What the task was allowed and what it took (the largest resident set of its processes).
+            raw.setdefault("resources", {})[task] = {key: reply.supervisor.get(key)
+                                                     for key in ("peak_rss", "limits", "memory_limit")}
 
 
 def gather_cached(executor: Executor, options: ProbeOptions, target: TargetBlock | dict[str, Any],
@@ -232,16 +283,24 @@ def probe_model(request: ProbeRequest, executor: Executor, entry: HostEntry | No
                                tokenizer_timeout=request.timeout, files_timeout=request.files_timeout,
                                remote_code=bool(remote_code.value), load_tokenizer=not request.no_tokenizer,
                                json_cap=request.max_json_bytes, load_model_code=not request.no_model_code,
-                               model_code_timeout=request.model_code_timeout)
+                               model_code_timeout=request.model_code_timeout, memory_limit=request.memory_limit)
         preload(PROFILE_MODULE)  # while the channels run; the profile needs it only after them
-        raw = _gather_within(executor, options, target_of(executor, python, venv, model), request)
+        stopped = None
+        try:
+            raw = _gather_within(executor, options, target_of(executor, python, venv, model), request)
+        except ProbeInterrupted as exc:  # what finished is profiled, then the signal goes on
+            stopped, raw = exc, exc.raw
     if resolved is not None:
         raw["resolved"] = resolved
     raw["settings"] = settings_block(inventory, remote_code)
     from introspect.analysis.profile import build_profile, exit_code
 
     profile = build_profile(raw)
-    return ProbeOutcome(exit_code(profile, raw), raw, profile, run_error(raw))
+    outcome = ProbeOutcome(exit_code(profile, raw), raw, profile, run_error(raw))
+    if stopped is not None:
+        stopped.outcome = outcome
+        raise stopped
+    return outcome
 
 
 def _gather_within(executor: Executor, options: ProbeOptions, target: TargetBlock,
@@ -275,6 +334,11 @@ def run_error(raw: dict[str, Any]) -> IntrospectError | None:
     if fatal:
         return IntrospectError(str(fatal.get("message")), hint=fatal.get("hint"), host=fatal.get("host") or None)
     status = (raw.get("files") or {}).get("status")
+    if status == "permission-denied":
+        path = str(raw["target"].get("model_path"))
+        return ModelPathError(f"model path {path!r}: permission denied: the probe's user cannot list or enter it",
+                              hint=f"ls -ld {shlex.quote(path)}  # the probe's user needs read and execute (r-x) "
+                                   "on it and on every directory above it")
     if status and status != "ok":
         return ModelPathError(f"model path {raw['target'].get('model_path')!r}: {status}",
                               hint="pass --model the directory that holds config.json")

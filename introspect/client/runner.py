@@ -20,6 +20,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from introspect.errors import IntrospectError
+from introspect.interrupts import Terminated, signum_of
+from introspect.redact import scrub_fields
 from introspect.remote.contract import DEFAULT_FILES_TIMEOUT, TargetBlock
 from introspect.transport.base import BatchItem, Executor, ProbeReply
 
@@ -51,6 +53,15 @@ class ChannelResult:
         return facts if isinstance(facts, dict) else None
 
 
+class ChannelsInterrupted(Terminated):
+    """A signal (Ctrl-C, SIGTERM, SIGHUP) stopped :func:`run_channels`: every channel was closed;
+    ``results`` holds those that had finished (the others are missing from it)."""
+
+    def __init__(self, signum: int, results: dict[Hashable, ChannelResult]) -> None:
+        super().__init__(signum)
+        self.results = results
+
+
 def run_channels(executor: Executor, channels: Sequence[Channel], *,
                  max_parallel: int | None = None) -> dict[Hashable, ChannelResult]:
     """Run every channel (at most ``max_parallel`` at once); results keyed like the channels.
@@ -58,6 +69,7 @@ def run_channels(executor: Executor, channels: Sequence[Channel], *,
     Connects first, outside any thread, so host, auth and host-key errors raise here
     before anything started. On Ctrl-C (or a crash) the executor is closed before the
     exception propagates: the remote watchdogs then kill their task groups at once.
+    A signal propagates as :class:`ChannelsInterrupted`, with the channels that finished.
     """
     executor.connect()
     if not channels:
@@ -65,15 +77,42 @@ def run_channels(executor: Executor, channels: Sequence[Channel], *,
     sessions = _sessions(channels)
     workers = max(1, min(max_parallel or len(sessions), len(sessions)))
     pool = concurrent.futures.ThreadPoolExecutor(max_workers=workers, thread_name_prefix="channel")
+    futures: list[concurrent.futures.Future[list[ChannelResult]]] = []
     try:
         futures = [pool.submit(_run_session, executor, session) for session in sessions]
         results = {r.channel.key: r for future in futures for r in future.result()}
-        return {channel.key: results[channel.key] for channel in channels}
+        return {channel.key: _scrubbed(results[channel.key]) for channel in channels}
+    except KeyboardInterrupt as exc:
+        before = [future.done() for future in futures]  # before the close turns the rest into errors
+        executor.close()
+        pool.shutdown(wait=True)  # prompt: their processes are gone
+        raise ChannelsInterrupted(signum_of(exc), _finished(futures, before)) from exc
     except BaseException:
         executor.close()
         raise
     finally:
         pool.shutdown(wait=True)
+
+
+def _finished(futures: Sequence[concurrent.futures.Future[list[ChannelResult]]],
+              done_before: Sequence[bool]) -> dict[Hashable, ChannelResult]:
+    """The results of the channels that finished before the signal: every channel of a session
+    that had ended (its errors are real), and the replies of a session the close cut short (a
+    batch's tasks that had answered; its others failed only because the signal closed them)."""
+    out: dict[Hashable, ChannelResult] = {}
+    for future, done in zip(futures, done_before, strict=True):
+        if future.cancelled() or future.exception() is not None:
+            continue
+        out.update({r.channel.key: _scrubbed(r) for r in future.result() if done or r.reply is not None})
+    return out
+
+
+def _scrubbed(result: ChannelResult) -> ChannelResult:
+    """The reply with secrets masked before anything reads it: the host masks its environment
+    already; this catches the rest (an import error quoting a URL with a token, say)."""
+    if result.reply is not None:
+        result.reply = scrub_fields(result.reply)
+    return result
 
 
 def _sessions(channels: Sequence[Channel]) -> list[list[Channel]]:

@@ -217,6 +217,8 @@ def test_only_the_first_signal_raises_and_no_new_connection_follows_it():
         time.sleep(0.2)
         with pytest.raises(ConnectionLost, match="stopped by SIGHUP"):
             interrupts.refuse_new_work("gpu1")
+    assert not interrupts.stopping()  # an API call after a stopped main() may connect again
+    interrupts.refuse_new_work("gpu1")
     with interrupts.handling():  # the next run starts afresh
         assert not interrupts.stopping()
         interrupts.refuse_new_work("gpu1")
