@@ -12,7 +12,8 @@ several GiB of CUDA libraries, and CUDA's driver reserves address space for unif
 in proportion to the GPUs and the host's memory when it initialises
 (https://docs.nvidia.com/cuda/cuda-c-programming-guide/index.html#unified-memory-programming),
 so the meta-device code witness, which may reach ``torch.cuda.is_available()``, runs without
-an address-space limit (its file-size limit and the output caps still hold).
+an address-space limit: its file-size limit and the output caps still hold, and the
+supervisor's watch on resident memory (:mod:`introspect.remote.memwatch`) bounds it.
 """
 
 from __future__ import annotations

@@ -7,10 +7,15 @@ descendant (a detached ``setsid`` grandchild too: the supervisor is a child
 subreaper, see :mod:`introspect.remote.reaper`), and the temp dir is removed, so
 nothing keeps running on the host and no trace is left. The task runs behind a shim
 process, so code that kills its parent costs the task, never the supervisor's reply.
+The child runs under the probe's own limits (:mod:`introspect.remote.limits`), its resident
+memory is watched while it runs (:mod:`introspect.remote.memwatch`: past the task's memory limit
+its group is killed), and what it writes back is capped: a task that floods its output is
+killed, not buffered.
 """
 
 from __future__ import annotations
 
+import collections
 import contextlib
 import json
 import os
@@ -21,12 +26,32 @@ import sys
 import tempfile
 import threading
 import time
-from typing import IO, Any, Callable, Dict, List, Optional, cast
+from typing import IO, Any, Callable, Dict, List, Optional, Tuple, cast
 
-from .contract import BEGIN, DEFAULT_TOKENIZER_TIMEOUT, END, Envelope, ErrorRecord, Reply, error_record
+from .contract import (
+    BEGIN,
+    DEFAULT_MEMORY_LIMIT,
+    DEFAULT_TOKENIZER_TIMEOUT,
+    END,
+    Envelope,
+    ErrorRecord,
+    Reply,
+    error_record,
+)
+from .limits import MIB, size_text, task_limits
+from .memwatch import MemoryWatch
 from .reaper import SHIM, become_subreaper, reap_descendants
 
 Frame = Callable[[Any, List[Any]], Reply]  # (facts, errors) -> the framed reply
+# Bytes of a child's stdout kept: its one frame (a tokenizer reply is well under 1 MiB; the
+# texts in it are capped on their own). Past this the child is killed as a runaway.
+OUTPUT_CAP = 64 * MIB
+# Bytes of a child's stderr kept: the last ones, for the error line.
+STDERR_TAIL = 64 * 1024
+# What a process that died of an allocation failure leaves on stderr: Rust's alloc error
+# handler (https://github.com/rust-lang/rust/blob/master/library/std/src/alloc.rs,
+# default_alloc_error_hook), C++'s std::bad_alloc, and Python's own MemoryError.
+_OUT_OF_MEMORY = ("memory allocation of", "std::bad_alloc", "MemoryError", "Cannot allocate memory")
 
 
 def private_env(tmp: str) -> Dict[str, str]:
@@ -87,6 +112,10 @@ class _Child:
     def __init__(self, proc: "subprocess.Popen[bytes]") -> None:
         self.proc = proc
         self.chunks: Dict[str, List[bytes]] = {"out": [], "err": []}
+        self.tail: "collections.deque[bytes]" = collections.deque()
+        self.kept = 0  # bytes of stdout in chunks["out"]
+        self.overflow = False  # stdout passed OUTPUT_CAP: the child was killed
+        self.memory_hit: Optional[Tuple[int, int]] = None  # (bytes resident, processes) past the limit: killed
         self.readers = [threading.Thread(target=self._drain, args=(proc.stdout, "out"), daemon=True),
                         threading.Thread(target=self._drain, args=(proc.stderr, "err"), daemon=True)]
         for reader in self.readers:
@@ -96,20 +125,34 @@ class _Child:
         if stream is None:
             return
         for block in iter(lambda: stream.read(65536), b""):
-            self.chunks[key].append(block)
+            if key == "err":
+                self._keep_tail(block)
+            elif self.kept + len(block) <= OUTPUT_CAP:
+                self.chunks["out"].append(block)
+                self.kept += len(block)
+            elif not self.overflow:
+                self.overflow = True
+                kill_group(self.proc)  # a runaway writer: stop it, keep draining until EOF
+
+    def _keep_tail(self, block: bytes) -> None:
+        """Only the last STDERR_TAIL bytes: a task printing in a loop costs nothing here."""
+        self.tail.append(block)
+        size = sum(map(len, self.tail))
+        while len(self.tail) > 1 and size - len(self.tail[0]) >= STDERR_TAIL:
+            size -= len(self.tail.popleft())
+        self.chunks["err"] = [b"".join(self.tail)[-STDERR_TAIL:]]
 
     def send(self, envelope: Dict[str, Any]) -> None:
         if self.proc.stdin is not None:
             self.proc.stdin.write(json.dumps(envelope).encode("utf-8") + b"\n")
             self.proc.stdin.flush()
 
-    def wait(self, timeout: float) -> bool:
-        """True when the child finished in time. Its process group is killed either way."""
-        try:
-            self.proc.wait(timeout=timeout)
-            finished = True
-        except subprocess.TimeoutExpired:
-            finished = False
+    def wait(self, timeout: float, watch: Optional[MemoryWatch] = None) -> bool:
+        """True when the child finished in time (and, with a ``watch``, within its memory limit).
+        Its process group is killed either way."""
+        finished = self._wait(timeout, watch)
+        if watch is not None:
+            self.memory_hit = watch.hit
         kill_group(self.proc)  # the task's own children too, whether it finished or not
         self.proc.wait()
         reap_descendants()  # detached ones, re-parented to this subreaper
@@ -119,6 +162,21 @@ class _Child:
         for reader in self.readers:
             reader.join(5)
         return finished
+
+    def _wait(self, timeout: float, watch: Optional[MemoryWatch]) -> bool:
+        deadline = time.monotonic() + timeout
+        while True:
+            left = deadline - time.monotonic()
+            step = min(left, watch.interval()) if watch is not None and watch.on else left
+            try:
+                self.proc.wait(timeout=max(step, 0.0))
+                return True
+            except subprocess.TimeoutExpired:
+                pass
+            if watch is not None and watch.over():
+                return False  # past its memory limit: killed by the caller, named in the reply
+            if time.monotonic() >= deadline:
+                return False
 
     def output(self, key: str) -> bytes:
         return b"".join(self.chunks[key])
@@ -171,19 +229,52 @@ def supervise(envelope: Envelope, boot: str, frame: Frame,
         cleanup()
         return frame(None, [error_record("spawn-failed", str(exc), probe=task)])
     child = state["child"] = _Child(proc)
-    child.send(dict(envelope, isolate=False))
-    finished = child.wait(timeout)
+    memory = _memory_limit(envelope)
+    limits = task_limits(task, memory)
+    child.send(dict(envelope, isolate=False, limits=limits))
+    # The same limit in resident memory, for every task: the only one where no address-space
+    # limit is set (limits.NO_ADDRESS_LIMIT_TASKS); a tighter outer one stays the measure.
+    finished = child.wait(timeout, MemoryWatch(limits.get("memory", memory)))
     done.set()
     shutil.rmtree(tmp, ignore_errors=True)
     stderr_tail = child.output("err")[-4000:].decode("utf-8", "replace")
     supervisor = {"seconds": round(time.time() - started, 3), "exit_status": proc.returncode, "timeout": timeout,
-                  "stderr_tail": stderr_tail, "temp_dir_removed": not os.path.exists(tmp), "subreaper": subreaper}
+                  "stderr_tail": stderr_tail, "temp_dir_removed": not os.path.exists(tmp), "subreaper": subreaper,
+                  "limits": limits, "peak_rss": _peak_rss(), "memory_limit": limits.get("memory", memory)}
     return _outcome(task, finished, child, supervisor, frame)
+
+
+def _memory_limit(envelope: Envelope) -> int:
+    """The request's ``memory_limit`` (bytes; 0 for none), else the default."""
+    request = envelope.get("request")
+    value = request.get("memory_limit") if isinstance(request, dict) else None
+    return value if isinstance(value, int) and not isinstance(value, bool) and value >= 0 else DEFAULT_MEMORY_LIMIT
+
+
+def _peak_rss() -> Optional[int]:
+    """Bytes of the largest resident set among the reaped children and theirs (the task behind
+    its shim included: the kernel carries a reaped child's own peak up to its parent)."""
+    try:
+        import resource
+
+        return int(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss) * 1024  # KiB on Linux
+    except (ImportError, OSError, ValueError):
+        return None
 
 
 def _outcome(task: str, finished: bool, child: _Child, supervisor: Dict[str, Any], frame: Frame) -> Reply:
     """The child's own reply with the supervisor's facts, or an error that says what happened."""
-    if not finished:
+    if child.overflow:
+        msg = "%s probe wrote more than its %s output limit; its process group was killed" % (
+            task, size_text(OUTPUT_CAP))
+        reply = frame(None, [error_record("output-limit", msg, probe=task)])
+    elif child.memory_hit is not None:
+        held, count = child.memory_hit
+        msg = "%s probe passed its %s memory limit (resident memory: %s in %d process%s); its process " \
+              "group was killed" % (task, size_text(supervisor["memory_limit"]), size_text(held), count,
+                                    "" if count == 1 else "es")
+        reply = frame(None, [error_record("memory-limit", msg, probe=task)])
+    elif not finished:
         msg = "%s probe ran past its %.0f s timeout; its process group was killed" % (task, supervisor["timeout"])
         reply = frame(None, [error_record("timeout", msg, probe=task)])
     else:
@@ -200,9 +291,15 @@ def _outcome(task: str, finished: bool, child: _Child, supervisor: Dict[str, Any
 
 def _no_reply(task: str, child: _Child, supervisor: Dict[str, Any]) -> ErrorRecord:
     rc = child.proc.returncode
+    memory = supervisor["limits"].get("memory")
+    last = supervisor["stderr_tail"].strip().splitlines()[-1:]
+    if memory and any(mark in supervisor["stderr_tail"] for mark in _OUT_OF_MEMORY):
+        # Native code (the tokenizers library) aborts on a failed allocation instead of raising.
+        msg = "%s probe exceeded its %s memory limit (address space) and died: %s" % (
+            task, size_text(memory), last[0] if last else "status %s" % rc)
+        return error_record("memory-limit", msg, probe=task)
     if rc is not None and rc < 0:
         name = signal.Signals(-rc).name if -rc in signal.Signals._value2member_map_ else str(-rc)
         return error_record("killed", "%s probe process was killed by signal %s" % (task, name), probe=task)
-    msg = "%s probe exited with status %s without a reply; stderr: %s" % (
-        task, rc, supervisor["stderr_tail"].strip().splitlines()[-1:] or "")
+    msg = "%s probe exited with status %s without a reply; stderr: %s" % (task, rc, last or "")
     return error_record("no-reply", msg, probe=task)

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import posixpath
+import shlex
 from collections.abc import Mapping
 from typing import Any
 
@@ -28,6 +30,9 @@ def check_chat_template(evidence: Mapping[str, Any]) -> Check:
         return Check("chat-template", "fail", {"present": False},
                      "add the model's chat_template.jinja (from its repository) to the model dir",
                      "the tokenizer has no chat template: conversations cannot be rendered")
+    runaway = as_dict(template.get("runaway"))
+    if runaway:
+        return _runaway(template, runaway, as_dict(evidence.get("model")).get("path"))
     renders = as_dict(template.get("renders"))
     markers, _merr = section(evidence, "markers")
     summary = {name: _render_summary(r) for name, r in renders.items()}
@@ -47,6 +52,23 @@ def check_chat_template(evidence: Mapping[str, Any]) -> Check:
     fixes = [p[2] for p in gravest if p[2]]
     return Check("chat-template", status, out, "; ".join(dict.fromkeys(fixes)) or None,
                  "; ".join(p[1] for p in gravest))
+
+
+def _runaway(template: dict[str, Any], runaway: dict[str, Any], model: Any) -> Check:
+    """A render stopped by the probe's own memory or time limit: the template's verdict (the
+    probe renders nothing more of it), named by the file it comes from."""
+    source = template.get("source")
+    named = f" {template['name']!r}" if template.get("name") else ""
+    where = f" in {source}" if source else ""
+    message = (f"the chat template{named}{where} does not finish rendering {runaway.get('variant')!r}: "
+               f"{runaway.get('message')} (it grows a string or a list, or loops, without end; a server "
+               "renders it on every request)")
+    path = posixpath.join(str(model), str(source)) if model and source else str(model or ".")
+    key = ' (its "chat_template" key)' if source == "tokenizer_config.json" else ""
+    fix = (f"sha256sum {shlex.quote(path)}  # compare with the model repository's file and replace it{key}: "
+           "this template does not finish rendering")
+    return Check("chat-template", "fail", {"runaway": runaway, "source": source, "name": template.get("name"),
+                                           "sha256": template.get("sha256")}, fix, message)
 
 
 def _render_summary(render: Any) -> dict[str, Any]:

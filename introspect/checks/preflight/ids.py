@@ -35,7 +35,8 @@ def check_ids(evidence: Mapping[str, Any]) -> Check:
            "config_eos_source": config.get("config_eos_source"),
            "generation_config_present": config.get("generation_config_present"),
            "stop_ids": stop, "end_of_turn": eot}
-    problems = _size_problems(out) + _stop_problems(out, eot, stop) + _eos_problems(out)
+    runaway = bool(as_dict(evidence.get("template")).get("runaway"))
+    problems = _size_problems(out) + _stop_problems(out, eot, stop, runaway) + _eos_problems(out)
     if not problems:
         return Check("ids", "pass", out, None,
                      f"len(tokenizer) {out['len_tokenizer']} <= vocab_size {out['vocab_size']}; EOS ids agree; "
@@ -57,7 +58,11 @@ def _size_problems(out: dict[str, Any]) -> list[Problem]:
     return []
 
 
-def _stop_problems(out: dict[str, Any], eot: dict[str, Any] | None, stop: list[int]) -> list[Problem]:
+def _stop_problems(out: dict[str, Any], eot: dict[str, Any] | None, stop: list[int],
+                   runaway: bool = False) -> list[Problem]:
+    if runaway:  # no render to find it in: the chat-template check names the cause and the fix
+        return [("warn", "the end-of-turn token was not checked: the chat template does not finish rendering",
+                 None)]
     if eot is None or not isinstance(eot.get("id"), int):
         return [("warn", "the template's end-of-turn token could not be identified as one id",
                  "check by hand that generation stops at the end of an assistant turn")]

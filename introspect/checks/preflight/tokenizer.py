@@ -22,7 +22,7 @@ def check_tokenizer(evidence: Mapping[str, Any], pip: str) -> Check:
     if tok is None:
         return no_evidence("tokenizer", evidence, "the tokenizer load", err)
     if not tok.get("loaded"):
-        return _load_failure(tok, pip)
+        return _load_failure(tok, pip, as_dict(evidence.get("model")).get("path"))
     base = {k: tok.get(k) for k in ("class", "is_fast", "len", "vocab_size", "transformers_version",
                                     "load_seconds", "trust_remote_code")}
     added = as_dict(tok.get("added_tokens_check"))
@@ -78,7 +78,7 @@ def _sweep_summary(sweep: dict[str, Any]) -> dict[str, Any] | None:
         "items": as_list(sweep.get("items"))[:SHOWN]}
 
 
-def _load_failure(tok: dict[str, Any], pip: str) -> Check:
+def _load_failure(tok: dict[str, Any], pip: str, model: Any = None) -> Check:
     error = as_dict(tok.get("error"))
     cause = error.get("cause")
     missing = [str(p) for p in as_list(error.get("missing_packages"))]
@@ -94,6 +94,9 @@ def _load_failure(tok: dict[str, Any], pip: str) -> Check:
         pin = f"'transformers<{major}'" if major.isdigit() else "the transformers release it was written for"
         fix = (f"the model's tokenizer code does not fit this transformers: update the code from the model's "
                f"repository, or {pip} install {pin}")
+    elif cause == "link-outside":  # the message names each link; its target is never read
+        fix = (f"ls -l {shlex.quote(str(model or '.'))}  # replace each link named with the model's own file: "
+               "links out of the model directory are never followed")
     elif cause == "missing-files":
         fix = "the model dir lacks tokenizer files: copy tokenizer_config.json and the vocabulary files next to config.json"
     else:

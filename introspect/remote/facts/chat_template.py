@@ -7,9 +7,11 @@ round-tripped (encode, decode) and compared with ``apply_chat_template(tokenize=
 
 from __future__ import annotations
 
+import os
 import re
-from typing import Any, Dict, List, Tuple
+from typing import Any, Dict, List, Optional, Tuple
 
+from ..limits import LimitExceeded, budget
 from ..readers import sha256_text
 from .guards import exception_record, safe_get
 
@@ -43,10 +45,14 @@ def describe_template(tok: Any) -> Dict[str, Any]:
     """What the template is and which switches it takes.
 
     ``{"present", "sha256", "variables": [...], "uses_tools", "thinking_switch": name | null,
-       "generation_markers", "mentions_reasoning", "renders": {...}}`` (renders filled by render_all)
+       "generation_markers", "mentions_reasoning", "source", "name", "renders": {...}}`` (renders
+    filled by render_all; ``source``: the file it came from, ``name``: the named template rendered)
     """
     text = getattr(tok, "chat_template", None)
+    name: Optional[str] = None
     if isinstance(text, dict):  # named templates: "default" is what a plain call renders
+        keys = [str(key) for key in text]
+        name = "default" if text.get("default") else (keys[0] if keys else None)
         text = text.get("default") or next(iter(text.values()), None)
     if not isinstance(text, str) or not text:
         return {"present": False}
@@ -55,7 +61,19 @@ def describe_template(tok: Any) -> Dict[str, Any]:
     return {"present": True, "sha256": sha256_text(text), "chars": len(text), "variables": variables,
             "uses_tools": "tools" in variables, "thinking_switch": switch,
             "generation_markers": bool(_GENERATION_TAG.search(text)),
-            "mentions_reasoning": "reasoning_content" in text, "text": text, "renders": {}}
+            "mentions_reasoning": "reasoning_content" in text, "text": text, "renders": {},
+            "source": template_source(str(getattr(tok, "name_or_path", "") or "")), "name": name}
+
+
+def template_source(model_dir: str) -> Optional[str]:
+    """The file a tokenizer's template comes from: transformers reads chat_template.jinja when the
+    dir has one, over tokenizer_config.json's "chat_template"
+    (https://github.com/huggingface/transformers/blob/main/src/transformers/tokenization_utils_base.py,
+    CHAT_TEMPLATE_FILE). Only names are looked at; no file is read."""
+    for name in ("chat_template.jinja", "tokenizer_config.json"):
+        if model_dir and os.path.isfile(os.path.join(model_dir, name)):
+            return name
+    return None
 
 
 def template_variables(text: str) -> List[str]:
@@ -72,7 +90,9 @@ def template_variables(text: str) -> List[str]:
 
 
 def render(tok: Any, messages: List[Dict[str, Any]], **kwargs: Any) -> str:
-    out = tok.apply_chat_template(messages, tokenize=False, **kwargs)
+    # Bounded in memory and time: a template can grow a string or a list without end.
+    with budget("the chat template's render"):
+        out = tok.apply_chat_template(messages, tokenize=False, **kwargs)
     if isinstance(out, list) and len(out) == 1:
         out = out[0]
     if not isinstance(out, str):
@@ -82,7 +102,8 @@ def render(tok: Any, messages: List[Dict[str, Any]], **kwargs: Any) -> str:
 
 def template_ids(tok: Any, messages: List[Dict[str, Any]], **kwargs: Any) -> List[int]:
     """apply_chat_template(tokenize=True) as ids: transformers 5 returns a BatchEncoding."""
-    out = tok.apply_chat_template(messages, tokenize=True, **kwargs)
+    with budget("the chat template's render"):
+        out = tok.apply_chat_template(messages, tokenize=True, **kwargs)
     if hasattr(out, "keys") and "input_ids" in out:
         out = out["input_ids"]
     if isinstance(out, list) and out and isinstance(out[0], list):
@@ -111,6 +132,12 @@ def render_all(tok: Any, template: Dict[str, Any]) -> None:
     renders = template["renders"]
     for name, kwargs in _variants(template):
         renders[name] = _render_one(tok, kwargs)
+        limit = renders[name].pop("limit", None)
+        if limit is not None:
+            # One render past a limit is the template's verdict: every other render, and the masks'
+            # own, would run into the same one (up to 512 MiB and 20 s each), so none is tried.
+            template["runaway"] = dict(limit, variant=name)
+            break
     conv, gen = renders.get("conversation") or {}, renders.get("generation_prompt") or {}
     if conv.get("ok") and gen.get("ok") and gen["text"].startswith(conv["text"]):
         template["generation_prompt_text"] = gen["text"][len(conv["text"]):]
@@ -129,6 +156,8 @@ def _render_one(tok: Any, kwargs: Dict[str, Any]) -> Dict[str, Any]:
         if isinstance(exc, KeyboardInterrupt):
             raise
         entry["error"] = exception_record(exc)
+        if isinstance(exc, LimitExceeded):
+            entry["limit"] = {"cause": exc.cause, "message": str(exc)}
         return entry
     entry.update({"ok": True, "text": text, "chars": len(text), "tail": text[-200:]})
     entry["roundtrip"] = safe_get(lambda: roundtrip(tok, text))
@@ -141,6 +170,8 @@ def _render_one(tok: Any, kwargs: Dict[str, Any]) -> Dict[str, Any]:
     except Exception as exc:  # noqa: BLE001
         entry["template_ids_match"] = None
         entry["template_ids_error"] = exception_record(exc)
+        if isinstance(exc, LimitExceeded):
+            entry["limit"] = {"cause": exc.cause, "message": str(exc)}
     return entry
 
 

@@ -20,7 +20,9 @@ Two witnesses, as far as the venv allows:
 With ``trust_remote_code`` false only transformers' built-in classes are used; a model
 that needs its own code is then refused, with the reason.
 
-Request: ``{"model_path": str, "trust_remote_code": bool}``.
+Request: ``{"model_path": str, "trust_remote_code": bool, "memory_limit"?: int}`` (``memory_limit``:
+bytes of resident memory, watched by the supervisor: no address-space limit is set here, see
+:mod:`introspect.remote.limits`).
 
 Result::
 
@@ -50,6 +52,7 @@ import re
 import time
 from typing import Any, Callable, Dict, Iterator, List, Optional, Tuple
 
+from ..facts import load_guard
 from ..facts.model_code_config import config_dict, load_config
 from ..facts.model_code_count import count_components, decoder_layers, one_expert
 from ..facts.model_code_layers import config_attrs, experts_per_token, layer_runs, text_config
@@ -142,6 +145,15 @@ def _step(result: Dict[str, Any], stage: str, step: Callable[[], Any], timer: st
 
 def _run(request: Dict[str, Any], result: Dict[str, Any], holder: Dict[str, Any]) -> None:
     path = str(request["model_path"])
+    refused = load_guard.refusal(path)
+    if refused is not None:  # AutoConfig and the model's code would follow the link
+        result["error"] = dict(refused, stage="config")
+        return
+    with load_guard.loadable(path) as loadable:
+        _build_and_describe(request, loadable, result, holder)
+
+
+def _build_and_describe(request: Dict[str, Any], path: str, result: Dict[str, Any], holder: Dict[str, Any]) -> None:
     trust = bool(request.get("trust_remote_code", False))
     ok, transformers = _step(result, "import", _import_transformers)
     if not ok:

@@ -39,6 +39,7 @@ import sys
 import time
 from typing import Any, Callable, Dict, Optional
 
+from .. import confine
 from ..contract import (
     DEFAULT_DECODE_BUDGET,
     DEFAULT_ENDPOINT_TIMEOUT,
@@ -49,7 +50,7 @@ from ..contract import (
     PreflightReply,
     error_record,
 )
-from ..facts import added_tokens
+from ..facts import added_tokens, load_guard
 from ..facts.chat_template import describe_template, render_all
 from ..facts.configs import vocab_and_eos
 from ..facts.decode_sweep import decode_sweep
@@ -79,6 +80,8 @@ def run(request: Dict[str, Any]) -> PreflightReply:
     parts = request.get("parts") or list(PARTS)
     model_path = resolve_path(str(request.get("model_path") or ""))
     result["model"] = _model_dir(model_path)
+    if model_path:
+        confine.confine(model_path)  # before any read: no file is read through a link out of the model dir
     if "light" in parts:
         _light(request, model_path, result)
     if "tokenizer" in parts:
@@ -148,9 +151,16 @@ def _light(request: Dict[str, Any], model_path: str, result: Dict[str, Any]) -> 
 def _tokenizer_part(request: Dict[str, Any], model_path: str, result: Dict[str, Any]) -> None:
     _drop_cwd_from_path()
     _guard(result, "config", lambda: vocab_and_eos(model_path), "config")
-    tok = _guard(result, "load", lambda: _load(model_path, bool(request.get("trust_remote_code")), result))
-    if tok is None:
-        return
+    trust = bool(request.get("trust_remote_code"))
+    # A non-UTF-8 model path is loaded through a UTF-8 alias (load_guard.loadable), kept while the
+    # tokenizer is in use: a slow tokenizer or the model's code may open its files later.
+    with load_guard.loadable(model_path) as loadable:
+        tok = _guard(result, "load", lambda: _load(model_path, loadable, trust, result))
+        if tok is not None:
+            _checks(request, tok, model_path, result)
+
+
+def _checks(request: Dict[str, Any], tok: Any, model_path: str, result: Dict[str, Any]) -> None:
     budget = float(request.get("decode_budget_s") or DEFAULT_DECODE_BUDGET)
     _guard(result, "tokenizer-facts", lambda: _tokenizer_facts(tok, model_path, budget, result["tokenizer"]))
     template = _guard(result, "template", lambda: describe_template(tok), "template")
@@ -158,7 +168,8 @@ def _tokenizer_part(request: Dict[str, Any], model_path: str, result: Dict[str, 
         return
     _guard(result, "renders", lambda: render_all(tok, template))
     _guard(result, "markers", lambda: find_markers(tok, template), "markers")
-    _guard(result, "masks", lambda: check_masks(tok, template), "masks")
+    if not template.get("runaway"):  # the masks render it again: each render would meet the same limit
+        _guard(result, "masks", lambda: check_masks(tok, template), "masks")
     _guard(result, "mask-token", lambda: mask_token(tok, template, result.get("config") or {}), "mask_token")
 
 
@@ -175,17 +186,22 @@ def _drop_cwd_from_path() -> None:
     sys.path[:] = [p for p in sys.path if p not in ("", ".", cwd)]
 
 
-def _load(model_path: str, trust: bool, result: Dict[str, Any]) -> Any:
-    """Load through transformers; on failure the classified error, as the probe command gives it."""
+def _load(model_path: str, loadable: str, trust: bool, result: Dict[str, Any]) -> Any:
+    """Load through transformers (from ``loadable``, ``model_path`` or its UTF-8 alias); on failure
+    the classified error, as the probe command gives it."""
     section: Dict[str, Any] = {"loaded": False, "trust_remote_code": trust, "error": None}
     result["tokenizer"] = section
     started = time.monotonic()
+    refused = load_guard.refusal(model_path)  # transformers would follow a link out of the model dir
+    if refused is not None:
+        section["error"] = refused
+        return None
     try:
         import transformers
         from transformers import AutoTokenizer
 
         section["transformers_version"] = getattr(transformers, "__version__", None)
-        tok = AutoTokenizer.from_pretrained(model_path, trust_remote_code=trust)
+        tok = AutoTokenizer.from_pretrained(loadable, trust_remote_code=trust)
     except BaseException as exc:  # noqa: BLE001 - remote code may raise anything, even SystemExit
         if isinstance(exc, KeyboardInterrupt):
             raise
