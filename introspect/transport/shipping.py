@@ -33,13 +33,19 @@ MIN_PYTHON = (3, 8)
 
 # Kept tiny and free of newer syntax so that an old Python reaches the version check.
 # Its first act drops the cwd entry that `python -c` puts first on sys.path
-# (https://docs.python.org/3/using/cmdline.html#cmdoption-c): a json.py in the caller's or the
-# login's directory (a model dir, say) would otherwise be imported by BOOT's own imports,
-# --no-remote-code or not. `-P` exists only from 3.11, and `-I` would also drop PYTHONPATH and
+# (https://docs.python.org/3/using/cmdline.html#cmdoption-c), and the absolute cwd that an empty
+# PYTHONPATH component becomes (`export PYTHONPATH=$PYTHONPATH:/opt/x` with it unset): a json.py
+# in the caller's or the login's directory (a model dir, say) would otherwise be imported by
+# BOOT's own imports, --no-remote-code or not. `os` is imported by the interpreter's startup,
+# before any cwd entry exists, so importing it here reads no file. `-P` exists only from 3.11, and `-I` would also drop PYTHONPATH and
 # the user site, which the host's own pipeline sees.
 BOOT = r"""
-import sys
-sys.path[:] = [p for p in sys.path if p not in ("", ".")]
+import sys, os
+try:
+    _cwd = os.getcwd()
+except OSError:
+    _cwd = ""
+sys.path[:] = [p for p in sys.path if p not in ("", ".", _cwd)]
 if sys.version_info < (3, 8):
     sys.stdout.write('\n<<<INTROSPECT:BEGIN>>>\n{"protocol": 1, "fatal": {"type": "python-too-old", "version": "%d.%d.%d"}}\n<<<INTROSPECT:END>>>\n' % tuple(sys.version_info[:3]))
     sys.exit(0)

@@ -46,11 +46,20 @@ def _trap_dir(kimi_model: Path, dest: Path) -> Path:
     return dest
 
 
-@pytest.mark.parametrize("flags", [("--no-remote-code",), ("--no-remote-code", "--no-tokenizer"), ()])
-def test_a_module_in_the_cwd_is_never_imported_by_the_probe(kimi_model, venv_full, tmp_path, flags):
+# An empty PYTHONPATH component ("export PYTHONPATH=$PYTHONPATH:/opt/x" with it unset) puts the
+# cwd on sys.path as an absolute path, after the '' of -c.
+@pytest.mark.parametrize(("flags", "pythonpath"), [(("--no-remote-code",), None),
+                                                   (("--no-remote-code", "--no-tokenizer"), None),
+                                                   ((), None), (("--no-remote-code",), ":/nonexistent")])
+def test_a_module_in_the_cwd_is_never_imported_by_the_probe(kimi_model, venv_full, tmp_path, flags, pythonpath):
     model = _trap_dir(kimi_model, tmp_path / "model")
-    result = _installed_cli("probe", "--model", ".", "--venv", str(venv_full), "--json", "--refresh", *flags,
-                            cwd=model)
+    interpreter = ["--venv", str(venv_full)]
+    if pythonpath is not None:  # the host's login environment, not the controller's: a wrapper sets it
+        wrapper = tmp_path / "python-with-pythonpath"
+        wrapper.write_text(f"#!/bin/sh\nPYTHONPATH={pythonpath} exec {venv_full}/bin/python \"$@\"\n")
+        wrapper.chmod(0o755)
+        interpreter = ["--python", str(wrapper)]
+    result = _installed_cli("probe", "--model", ".", *interpreter, "--json", "--refresh", *flags, cwd=model)
     imported = sorted(p.name for p in model.glob("IMPORTED-*"))
     assert imported == [], imported
     assert "Traceback" not in result.stderr

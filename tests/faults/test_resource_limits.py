@@ -21,7 +21,7 @@ import pytest
 
 from introspect.remote.facts.tiktoken import MAX_RANK, summarize_tiktoken_file, summarize_tiktoken_lines
 from introspect.remote.limits import GIB, LimitExceeded, apply, budget, size_text
-from introspect.remote.supervisor import OUTPUT_CAP, STDERR_TAIL, _Child
+from introspect.remote.supervisor import OUTPUT_CAP, STDERR_TAIL
 from tests.conftest import REPO, SESSION_TMP
 from tests.faults.conftest import tokenizer_model
 from tests.fixtures.kimi_model import NUM_RANKS, VOCAB_SIZE
@@ -169,11 +169,26 @@ def test_limits_applied_in_a_child_are_named():
     assert apply(None) == {} and size_text(3 << 29) == "1.5 GiB"
 
 
+# The supervisor's wait kills and reaps every descendant of its process (it is a subreaper), so
+# it runs in an interpreter of its own, as on a host: in the test process it would reap the
+# suite's own sshd servers too.
+SUPERVISOR_SIDE = """
+import json, subprocess, sys
+from introspect.remote.supervisor import _Child
+flood = "import sys\\nwhile True:\\n    sys.stdout.buffer.write(b'x' * 65536); sys.stderr.write('e' * 65536)\\n"
+proc = subprocess.Popen([sys.executable, "-c", flood], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                        stderr=subprocess.PIPE, start_new_session=True)
+child = _Child(proc)
+child.wait(60)
+print(json.dumps({"overflow": bool(child.overflow), "returncode": proc.returncode,
+                  "out": len(child.output("out")), "err": len(child.output("err"))}))
+"""
+
+
 def test_child_flooding_its_output_is_cut_off():
-    flood = "import sys\nwhile True:\n    sys.stdout.buffer.write(b'x' * 65536); sys.stderr.write('e' * 65536)\n"
-    proc = subprocess.Popen([sys.executable, "-c", flood], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, start_new_session=True)
-    child = _Child(proc)
-    child.wait(60)
-    assert child.overflow and proc.returncode is not None and proc.returncode < 0
-    assert len(child.output("out")) <= OUTPUT_CAP and len(child.output("err")) <= STDERR_TAIL
+    done = subprocess.run([sys.executable, "-c", SUPERVISOR_SIDE], capture_output=True, text=True, timeout=120,
+                          env=dict(os.environ, PYTHONPATH=str(REPO)))
+    assert done.returncode == 0, done.stderr[-2000:]
+    seen = json.loads(done.stdout)
+    assert seen["overflow"] and seen["returncode"] is not None and seen["returncode"] < 0
+    assert seen["out"] <= OUTPUT_CAP and seen["err"] <= STDERR_TAIL

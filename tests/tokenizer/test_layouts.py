@@ -389,13 +389,16 @@ def test_the_tekken_summary_never_raises(doc: Any, config: dict[str, Any]) -> No
 
 
 def test_code_in_an_hf_cache_snapshot_is_read_through_its_blob_links(tmp_path: Path) -> None:
-    """Snapshot files are links into ../../blobs; a relative import may not climb out."""
-    blobs, snapshot = tmp_path / "blobs", tmp_path / "snapshots" / "abc"
-    blobs.mkdir()
+    """Snapshot files are links into ../../blobs; a relative import may not climb out. The repo dir
+    is named as huggingface_hub names it (``models--org--name``): only there may a snapshot's links
+    leave the snapshot dir (https://github.com/huggingface/huggingface_hub/blob/main/src/huggingface_hub/file_download.py)."""
+    repo = tmp_path / "models--org--name"
+    blobs, snapshot = repo / "blobs", repo / "snapshots" / "abc"
+    blobs.mkdir(parents=True)
     snapshot.mkdir(parents=True)
     (blobs / "1").write_text("from .consts import N\nclass T:\n    num_reserved_special_tokens = N\n")
     (blobs / "2").write_text("N = 7\n")
-    (tmp_path / "outside.py").write_text("N = 99\n")
+    (repo / "outside.py").write_text("N = 99\n")
     (snapshot / "tok.py").symlink_to("../../blobs/1")
     (snapshot / "consts.py").symlink_to("../../blobs/2")
     (snapshot / "tokenizer_config.json").write_text(json.dumps({"auto_map": {"AutoTokenizer": ["tok.T", None]}}))
