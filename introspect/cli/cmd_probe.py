@@ -29,13 +29,8 @@ from introspect.cli.progress import Phases, host_rows
 from introspect.cli.safe_text import one_line
 from introspect.cli.session import session
 from introspect.client.documents import dumps, read_document
-from introspect.client.model import (
-    DEFAULT_DEADLINE_S,
-    ProbeInterrupted,
-    ProbeRequest,
-    probe_hosts,
-    probe_model,
-)
+from introspect.client.model import DEFAULT_DEADLINE_S, ProbeInterrupted, ProbeRequest, probe_model
+from introspect.client.probe_fleet import FleetProbeInterrupted, probe_hosts
 from introspect.errors import EXIT_FINDINGS, IntrospectError, UsageError
 from introspect.interrupts import describe
 from introspect.redact import scrub_document
@@ -206,7 +201,8 @@ def _drafter(profile: dict[str, Any], emit_drafter: tuple[str, str]) -> Notice |
 
 def probe_fleet(request: ProbeRequest, flags: ConnectionFlags, selection: HostSelection,
                 parallel: int | None, *, as_json: bool, output: str | None, full: bool) -> Finished:
-    """The same probe on many inventory hosts: one connection each, a bounded staggered pool."""
+    """The same probe on many inventory hosts: one connection each, a bounded staggered pool. A
+    signal prints the hosts that finished (the others 'not probed'), then exits 128 + it."""
 
     inventory, hosts = select_fleet(flags.hosts_file, selection)
     known_hosts = fleet_known_hosts(flags, inventory, hosts)  # parsed once for the whole fleet
@@ -216,23 +212,31 @@ def probe_fleet(request: ProbeRequest, flags: ConnectionFlags, selection: HostSe
 
     from introspect.cli.render_fleet import progress_row
 
-    with host_rows(len(hosts), f"probing {request.model}", progress_row) as on_done:
-        results, stats = probe_hosts(request, hosts, make_executor, parallel=parallel or inventory.defaults.parallel,
-                                     inventory=inventory, on_done=on_done)
+    stopped: tuple[Notice, ...] = ()
+    try:
+        with host_rows(len(hosts), f"probing {request.model}", progress_row) as on_done:
+            results, stats = probe_hosts(request, hosts, make_executor,
+                                         parallel=parallel or inventory.defaults.parallel,
+                                         inventory=inventory, on_done=on_done)
+        code = combined(int(item["exit_code"]) for item in results)
+    except FleetProbeInterrupted as stop:
+        results, stats, code = stop.items, stop.stats, stop.exit_code
+        text, fix, kind = describe(stop.signum)
+        stopped = (Notice(text, fix, kind=kind),)
     document = {"schema": "introspect.fleet-profiles/v1", "model": request.model, "hosts": results,
                 "fleet": stats}
     unsaved = tuple(filter(None, [saved(output, stamped(document), "--output") if output else None]))
-    code = combined(int(item["exit_code"]) for item in results)
+    final = code if stopped or not unsaved else max(code, EXIT_FINDINGS)
     if as_json:
-        echo_json(with_error(document, unsaved, max(code, EXIT_FINDINGS)))
+        echo_json(with_error(document, stopped + unsaved, final))
     elif not session().quiet:
         from introspect.cli.render_fleet import print_fleet
 
         print_fleet(results, full=full)
     notices = tuple(Notice(f"{item['host']}: {item['error'].get('message')}", item["error"].get("hint"),
                            kind=item["error"].get("type"))
-                    for item in results if item["error"])
-    return Finished(max(code, EXIT_FINDINGS) if unsaved else code, notices + unsaved)
+                    for item in results if item["error"] and item["exit_code"] < 128)
+    return Finished(final, notices + unsaved + stopped)
 
 
 @click.command("profile")

@@ -17,11 +17,10 @@ import os
 import shlex
 import threading
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from introspect.client.cache import ProbeCache, cache_key
-from introspect.client.fleet import FleetMonitor, ItemFailure, run_fleet
 from introspect.client.hub import is_repo_id, resolve_model
 from introspect.client.preload import preload
 from introspect.client.runner import (
@@ -343,40 +342,3 @@ def run_error(raw: dict[str, Any]) -> IntrospectError | None:
         return ModelPathError(f"model path {raw['target'].get('model_path')!r}: {status}",
                               hint="pass --model the directory that holds config.json")
     return None
-
-
-# --------------------------------------------------------------------------- a fleet
-
-
-def probe_hosts(request: ProbeRequest, hosts: Sequence[HostEntry], make_executor: Callable[[HostEntry], Executor],
-                *, parallel: int, inventory: Inventory | None = None,
-                on_done: Callable[[dict[str, Any]], None] | None = None,
-                ) -> tuple[list[dict[str, Any]], dict[str, Any]]:
-    """The same probe on many inventory hosts: one connection each, a bounded staggered pool.
-
-    Returns one item per host, in ``hosts`` order (``host``, ``exit_code``, ``profile``,
-    ``error``), and the fleet's connection counters. ``on_done(item)`` is called in the
-    calling thread as each host finishes (a progress display).
-    """
-    monitor = FleetMonitor()
-
-    def work(entry: HostEntry) -> dict[str, Any]:
-        executor = make_executor(entry)
-        with monitor.connection(entry.name, closer=executor.close):
-            outcome = probe_model(request, executor, entry, inventory)
-        return {"host": entry.name, "exit_code": outcome.code, "profile": outcome.profile,
-                "error": outcome.raw.get("fatal")}
-
-    def failed(entry: HostEntry, exc: BaseException, _seconds: float) -> dict[str, Any]:
-        code = exc.exit_code if isinstance(exc, IntrospectError) else 1
-        error = exc.as_dict() if isinstance(exc, IntrospectError) else {"type": type(exc).__name__,
-                                                                        "message": str(exc), "hint": None}
-        return {"host": entry.name, "exit_code": code, "profile": None, "error": error}
-
-    def done(_index: int, entry: HostEntry, result: dict[str, Any] | ItemFailure[HostEntry]) -> None:
-        if on_done is not None:
-            on_done(result if isinstance(result, dict) else failed(entry, result.error, result.seconds))
-
-    results = run_fleet(hosts, work, parallel=parallel, on_error=failed, monitor=monitor, on_done=done)
-    items = [r if isinstance(r, dict) else failed(r.item, r.error, r.seconds) for r in results]
-    return items, monitor.stats()

@@ -11,6 +11,7 @@ Cleanup (no process, ControlMaster or temp dir left) is tests/faults/test_signal
 from __future__ import annotations
 
 import json
+import os
 import shutil
 import signal
 import sqlite3
@@ -25,7 +26,7 @@ import pytest
 import yaml
 
 from tests.conftest import SESSION_TMP
-from tests.faults.conftest import kill_group_quietly, tokenizer_model
+from tests.faults.conftest import kill_group_quietly, pids_alive, tokenizer_model
 from tests.faults.test_signals import (
     _STARTED,
     _assert_nothing_left,
@@ -196,3 +197,60 @@ def test_health_reports_the_hosts_that_finished(sshd, client_keys, slow_model, k
             assert conn.execute("SELECT COUNT(*) FROM runs").fetchone() == (0,)
     time.sleep(0.2)
     _assert_nothing_left(run_tmp, pidfile)
+
+
+def test_fleet_probe_prints_the_hosts_that_finished(sshd, client_keys, kimi_model, venv_full, tmp_path, run_tmp):
+    """``probe --all-hosts``: a signal keeps the profiles of the hosts that finished; the host still
+    being probed is 'not probed' (no profile), and the run exits 128 + the signal."""
+    pidfile, finished = tmp_path / "slow-pids", tmp_path / "finished"
+
+    def venv(name: str, body: str) -> str:  # a venv whose python is a wrapper (the probe sees it as the venv's)
+        path = tmp_path / name
+        (path / "bin").mkdir(parents=True)
+        (path / "bin" / "python").write_text(f"#!/bin/sh\n{body}\n")
+        (path / "bin" / "python").chmod(0o755)
+        return str(path)
+
+    # One session per host (its tasks are one batch): a fast host's wrapper notes when its probe
+    # has answered; the slow one never answers.
+    fast = [venv(f"fast{i}", f'{venv_full}/bin/python "$@"; s=$?; echo fast{i} >> {finished}; exit $s')
+            for i in range(2)]
+    slow = venv("slow", f"echo $$ >> {pidfile}\nexec sleep 600")
+    url = f"openssh://{sshd.address}:{sshd.port}"
+    hosts = {"fast0": {"url": url, "venvs": [{"path": fast[0]}]},
+             "fast1": {"url": url, "venvs": [{"path": fast[1]}]},
+             "slow": {"url": url, "venvs": [{"path": slow}]}}
+    inventory = tmp_path / "hosts.yaml"
+    inventory.write_text(yaml.safe_dump({"hosts": hosts}))
+    proc = _start(["probe", "--all-hosts", "--hosts", str(inventory), "--model", str(kimi_model), "--no-tokenizer",
+                   "--ssh-config", str(_openssh_config(tmp_path, client_keys)), "--timeout", "90", "--json"],
+                  run_tmp)
+    progress: list[str] = []
+    reader = _lines(proc.stderr, progress)
+    printed: list[str] = []
+    writer = _lines(proc.stdout, printed)
+    _wait_for(lambda: _started(pidfile) and finished.exists() and len(finished.read_text().split()) == 2,
+              "the fast hosts answered while the slow one hangs", proc, timeout=120)
+    time.sleep(2)  # their replies profiled on the controller
+    proc.send_signal(signal.SIGTERM)
+    assert proc.wait(60) == 143, ("".join(printed)[-1000:], "".join(progress)[-2000:])
+    reader.join(10)
+    writer.join(10)
+    err = "".join(progress)
+    assert "Traceback" not in err and [line for line in err.splitlines() if line.startswith("error: ")] == [
+        "error: terminated by SIGTERM; remote probes were stopped"], err
+    document = json.loads("".join(printed))
+    assert document["schema"] == "introspect.fleet-profiles/v1" and document["error"]["exit_code"] == 143
+    by_name = {h["host"]: h for h in document["hosts"]}
+    for name in ("fast0", "fast1"):
+        assert by_name[name]["profile"]["architecture"]["num_layers"] == 61, by_name[name]["error"]
+    slow = by_name["slow"]
+    assert slow["profile"] is None and slow["exit_code"] == 143
+    assert slow["error"]["message"] == "not probed: the run was terminated by SIGTERM before this host finished"
+    time.sleep(0.2)
+    # No master, ControlPath dir or temp file of this run is left. The slow host's stand-in
+    # interpreter is a bare `sleep`, which (unlike the probe) does not watch its stdin: ending it
+    # is this test's cleanup, not the CLI's.
+    _assert_nothing_left(run_tmp, None)
+    for pid in pids_alive(pidfile):
+        os.kill(pid, signal.SIGKILL)

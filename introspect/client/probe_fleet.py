@@ -1,0 +1,81 @@
+"""``probe --all-hosts``: the same probe on many inventory hosts, and what a signal leaves of it.
+
+One connection per host in a bounded, staggered pool (:func:`introspect.client.fleet.run_fleet`).
+A signal (Ctrl-C, SIGTERM, SIGHUP) keeps the hosts that finished: :class:`FleetProbeInterrupted`
+carries every host's item, the unfinished ones saying they were not probed, so the CLI prints
+the fleet document as far as it got and exits 128 + the signal, as a single probe does.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import TYPE_CHECKING, Any
+
+from introspect.client.fleet import FleetInterrupted, FleetMonitor, ItemFailure, run_fleet
+from introspect.client.model import ProbeRequest, probe_model
+from introspect.errors import IntrospectError
+from introspect.interrupts import Terminated, cause, describe
+from introspect.transport.base import Executor
+
+if TYPE_CHECKING:
+    from introspect.inventory import HostEntry, Inventory
+
+
+class FleetProbeInterrupted(Terminated):
+    """A signal stopped ``probe --all-hosts``: ``items`` in the hosts' order (the unfinished ones
+    from :func:`not_probed`) and the fleet's connection counters so far."""
+
+    def __init__(self, signum: int, items: list[dict[str, Any]], stats: dict[str, Any]) -> None:
+        super().__init__(signum)
+        self.items, self.stats = items, stats
+
+
+def not_probed(entry: HostEntry, signum: int) -> dict[str, Any]:
+    """The item of a host the signal stopped before its probe finished: no profile, and why."""
+    _text, fix, kind = describe(signum)
+    return {"host": entry.name, "exit_code": 128 + signum, "profile": None,
+            "error": {"type": kind, "message": f"not probed: the run was {cause(signum)} before this host finished",
+                      "hint": fix}}
+
+
+def probe_hosts(request: ProbeRequest, hosts: Sequence[HostEntry], make_executor: Callable[[HostEntry], Executor],
+                *, parallel: int, inventory: Inventory | None = None,
+                on_done: Callable[[dict[str, Any]], None] | None = None,
+                ) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+    """One item per host, in ``hosts`` order (``host``, ``exit_code``, ``profile``, ``error``), and
+    the fleet's connection counters. ``on_done(item)`` is called in the calling thread as each
+    host finishes (a progress display). A signal raises :class:`FleetProbeInterrupted`."""
+    monitor = FleetMonitor()
+
+    def work(entry: HostEntry) -> dict[str, Any]:
+        executor = make_executor(entry)
+        with monitor.connection(entry.name, closer=executor.close):
+            outcome = probe_model(request, executor, entry, inventory)
+        return {"host": entry.name, "exit_code": outcome.code, "profile": outcome.profile,
+                "error": outcome.raw.get("fatal")}
+
+    def done(_index: int, entry: HostEntry, result: dict[str, Any] | ItemFailure[HostEntry]) -> None:
+        if on_done is not None:
+            on_done(result if isinstance(result, dict) else failed(entry, result.error, result.seconds))
+
+    try:
+        results = run_fleet(hosts, work, parallel=parallel, on_error=failed, monitor=monitor, on_done=done)
+    except FleetInterrupted as stop:
+        items = [not_probed(entry, stop.signum) if result is None else _item(result)
+                 for entry, result in zip(hosts, stop.results, strict=True)]
+        raise FleetProbeInterrupted(stop.signum, items, monitor.stats()) from stop
+    return [_item(result) for result in results], monitor.stats()
+
+
+def failed(entry: HostEntry, exc: BaseException, _seconds: float) -> dict[str, Any]:
+    code = exc.exit_code if isinstance(exc, IntrospectError) else 1
+    error = exc.as_dict() if isinstance(exc, IntrospectError) else {"type": type(exc).__name__,
+                                                                    "message": str(exc), "hint": None}
+    return {"host": entry.name, "exit_code": code, "profile": None, "error": error}
+
+
+def _item(result: dict[str, Any] | ItemFailure[HostEntry]) -> dict[str, Any]:
+    return result if isinstance(result, dict) else failed(result.item, result.error, result.seconds)
+
+
+__all__ = ["FleetProbeInterrupted", "not_probed", "probe_hosts"]
