@@ -51,6 +51,10 @@ _WORD = re.compile(r"[^\s@/?#\[\]]+")
 _USER = re.compile(r"[^\s/?#:\[\]]+")  # '@' allowed, percent-encoded: Kerberos principals (ml%40CORP)
 _DIGITS = re.compile(r"[0-9]{1,12}")  # ASCII only: str.isdigit() also takes '²'
 _PLAIN = re.compile(r"[A-Za-z0-9._:/@+=,~-]+")
+# `docker exec --user` / `podman exec --user`: "<name|uid>[:<group|gid>]"
+# (https://docs.docker.com/reference/cli/docker/container/exec/): never a shell character, even
+# though it only ever travels as one argv word.
+_CONTAINER_USER = re.compile(r"[A-Za-z0-9._][A-Za-z0-9._-]*(?::[A-Za-z0-9._][A-Za-z0-9._-]*)?")
 _BARE = re.compile(r"[A-Za-z0-9._/-]+")  # NAMESPACE/POD/CONTAINER of a bare name with --transport kubectl
 
 
@@ -127,7 +131,8 @@ def parse_host(text: str) -> HostSpec:
                              hint=f"use the NAME or ID that `{scheme} ps` shows: {_FORMS[scheme]}")
         user = query.get("user")
         return HostSpec(scheme=scheme, container=name,
-                        user=_checked_word(user, "container user", text, _USER) if user else None, text=text)
+                        user=_checked_word(user, "container user", text, _CONTAINER_USER) if user else None,
+                        text=text)
     if scheme == "kubectl":
         return _parse_kubectl(parts.netloc, parts.path, query, text)
     if scheme == "lxc":

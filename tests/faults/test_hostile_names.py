@@ -249,6 +249,21 @@ def test_host_specs_refuse_hidden_shell_characters(text: str) -> None:
         parse_host(text)
 
 
+# `docker|podman exec --user` takes "<name|uid>[:<group|gid>]"
+# (https://docs.docker.com/reference/cli/docker/container/exec/).
+@pytest.mark.parametrize("text", ["podman://vllm?user=root;id", "docker://vllm?user=$(id)", "docker://vllm?user=-u0",
+                                  "docker://vllm?user=a`id`", "podman://vllm?user=a:b:c"])
+def test_container_users_are_plain_names(text: str) -> None:
+    with pytest.raises(UsageError, match="container user"):
+        parse_host(text)
+
+
+@pytest.mark.parametrize(("text", "user"), [("docker://vllm?user=1000:1000", "1000:1000"),
+                                            ("podman://vllm?user=app", "app"), ("docker://v?user=nobody:ml", "nobody:ml")])
+def test_container_users_that_docker_takes(text: str, user: str) -> None:
+    assert parse_host(text).user == user
+
+
 
 # -- --accept-new with a known_hosts that cannot be written ----------------------------------------
 
