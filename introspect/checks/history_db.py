@@ -149,7 +149,8 @@ def _fault(kind: str, detail: str, path: Path) -> DbFault:
                        f"sqlite3 {db} 'PRAGMA integrity_check'  # the next `introspect health` moves it aside",
                        detail)
     if kind == "newer":
-        return DbFault(kind, detail, "pip install -U introspect-models  # or pass --db FILE for this version", detail)
+        return DbFault(kind, detail, "git pull && pip install .  # in your introspect clone (a newer introspect "
+                       "wrote it), or pass --db FILE", detail)
     return DbFault(kind, f"cannot use {path}: {detail}",
                    f"ls -ld {folder} {db}  # check the path, or pass --db FILE elsewhere", detail)
 

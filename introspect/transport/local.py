@@ -72,7 +72,7 @@ class LocalProcess(RemoteProcess):
 class LocalExecutor(Executor):
     """This machine: the probe runs as a subprocess of the CLI."""
 
-    # The interpreter introspect itself runs in (so `pip install introspect[local]` or pipx
+    # The interpreter introspect itself runs in (so `pip install '.[local]'` or pipx
     # is what a local probe sees), not whichever python3 comes first on PATH.
     default_python = sys.executable or "python3"
 

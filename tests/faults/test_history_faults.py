@@ -332,7 +332,7 @@ def test_newer_schema_is_not_recorded_over(tmp_path: Path) -> None:
     with GuardedHistory(db).open() as store:
         assert store.record_run(argv=[], started_at=1.0, finished_at=2.0, results=[]) is None
     assert "newer than this introspect" in store.notes[0].text
-    assert store.notes[0].fix is not None and store.notes[0].fix.startswith("pip install -U introspect-models")
+    assert store.notes[0].fix is not None and store.notes[0].fix.startswith("git pull && pip install .")
 
 
 # ===================================================================== XDG dirs
