@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import dataclasses
-import json
 from typing import TYPE_CHECKING, Any
 
 import click
@@ -43,6 +42,7 @@ if TYPE_CHECKING:  # rich loads only when a run prints for people
 ICONS = {"pass": "[green]✔ pass[/]", "warn": "[yellow]! warn[/]", "fail": "[bold red]✘ fail[/]",
          "skipped": "[dim]- skipped[/]"}
 CHECK_COLUMNS = (Col(""), Col("check"), Col("result", "text"))
+FLEET_COLUMNS = (Col("verdict"), Col("host"), Col("checks", "text"))
 
 
 @click.command("preflight")
@@ -107,16 +107,44 @@ def preflight_fleet(request: PreflightRequest, flags: ConnectionFlags, selection
     if as_json:
         document = {"schema": "introspect.fleet-preflight/v1", "model": request.model,
                     "hosts": [item | {"report": item["report"].document if item["report"] else None}
-                              for item in results]}
-        click.echo(json.dumps(document, indent=2, default=str))
-    else:
+                              for item in results],
+                    "ready": sum(1 for item in results if _ready(item)), "total": len(results)}
+        echo_json(document)  # through documents.dumps: scrubbed like every other document
+    elif not session().quiet:
+        console = make_console()
         for item in results:
             if item["report"] is not None:
-                print_checklist(item["report"].checks, item["report"].target)
-                click.echo()
+                console.print(f"[bold]== {escape(str(item['host']))} ==[/]", soft_wrap=True)
+                print_checklist(item["report"].checks, item["report"].target, console)
+                console.print()
+        print_fleet_summary(console, results)
     notices = tuple(Notice(f"{item['host']}: {item['error'].get('message')}", item["error"].get("hint"))
                     for item in results if item["error"])
     return Finished(max((int(item["exit_code"]) for item in results), default=0), notices)
+
+
+def _ready(item: dict[str, Any]) -> bool:
+    return item["report"] is not None and bool(item["report"].ready)
+
+
+def print_fleet_summary(console: Console, results: list[dict[str, Any]]) -> None:
+    """One line per host (its verdict and counts, or why it was not gated), then 'N of M ready':
+    what a job scheduler's operator reads first."""
+    rows = []
+    for item in results:
+        report = item["report"]
+        if report is None:
+            message = str((item["error"] or {}).get("message") or "no report")
+            rows.append(["[bold red]NOT CHECKED[/]", escape(str(item["host"])), escape(message)])
+            continue
+        counts = {s: sum(1 for c in report.checks if c.status == s) for s in ("pass", "warn", "fail")}
+        failed = ", ".join(c.name for c in report.checks if c.status == "fail")
+        verdict = "[bold green]READY[/]" if report.ready else "[bold red]NOT READY[/]"
+        detail = f"{counts['pass']} passed, {counts['warn']} warnings, {counts['fail']} failed"
+        rows.append([verdict, escape(str(item["host"])), escape(detail + (f" ({failed})" if failed else ""))])
+    print_rows(console, FLEET_COLUMNS, rows, header=False)
+    ready_hosts = sum(1 for item in results if _ready(item))
+    console.print(f"[bold]{ready_hosts} of {len(results)} hosts ready[/]")
 
 
 def print_checklist(checks: list[Check], target: dict[str, Any], console: Console | None = None) -> None:
