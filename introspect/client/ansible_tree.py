@@ -15,6 +15,7 @@ are the ones a native run makes.
 from __future__ import annotations
 
 import json
+import shlex
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -52,12 +53,41 @@ class HostResult:
 
     @property
     def failed(self) -> bool:
-        return bool(self.result.get("failed"))
+        """Ansible failed the task. Callbacks never see the ``failed`` key (the event type carries it:
+        ``_IGNORE`` in
+        https://github.com/ansible/ansible/blob/v2.19.14/lib/ansible/executor/task_result.py),
+        so a tree file of a failed task is a result without our facts but with Ansible's ``msg``."""
+        if self.result.get("failed"):
+            return True
+        facts = self.result.get("ansible_facts")
+        ours = isinstance(facts, dict) and any(isinstance(facts.get(key), dict) for key in _MODULES)
+        return not ours and any(self.result.get(key) for key in ("msg", "module_stderr", "exception"))
 
     @property
     def message(self) -> str:
-        msg = self.result.get("msg") or self.result.get("module_stderr") or "no message"
-        return " ".join(str(msg).split())[:500]
+        """Ansible's own words: ``msg``, plus the exit status and the module's stderr, which name the
+        cause when ``msg`` is only "Module result deserialization failed" (an interpreter that does not run)."""
+        msg = _one_line(self.result.get("msg"), 500)
+        rc, stderr = self.result.get("rc"), _one_line(self.result.get("module_stderr"), 300, tail=True)
+        extra = [f"rc {rc}"] if isinstance(rc, int) and rc else []
+        # Interpreter discovery leaves its pick in the failed result too: often the broken one.
+        found = (self.result.get("ansible_facts") or {}).get("discovered_interpreter_python")
+        if found:
+            extra.insert(0, f"discovered interpreter {found}")
+        if stderr and stderr not in msg:
+            extra.append(f"module stderr: {stderr}")
+        if not msg:
+            return "; ".join(extra) or "Ansible gave no message"
+        return f"{msg} ({'; '.join(extra)})" if extra else msg
+
+    @property
+    def fix(self) -> str:
+        """A command that shows Ansible's view of the host; an interpreter that could not run
+        (rc 126/127, a shim) is fixed in the inventory's ``ansible_python_interpreter``."""
+        ping = f"ansible {shlex.quote(self.name)} -m ansible.builtin.ping -vvv"
+        if self.result.get("rc") in (126, 127) or "interpreter" in self.message.lower():
+            return f"{ping}  # then fix ansible_python_interpreter for {self.name}"
+        return f"{ping}  # Ansible's own error for this host, in full"
 
     def facts(self, key: str) -> dict[str, Any] | None:
         facts = (self.result.get("ansible_facts") or {}).get(key)
@@ -104,12 +134,11 @@ class AnsibleResultExecutor(Executor):
         """Fails as the host failed in Ansible: unreachable, or the module itself failed (no facts)."""
         if self.host.unreachable:
             raise ConnectError(f"Ansible: unreachable: {self.host.message}",
-                               hint=f"check that `ansible {self.host.name} -m ansible.builtin.ping` works",
+                               hint=f"ansible {shlex.quote(self.host.name)} -m ansible.builtin.ping -vvv",
                                host=self.host.name, stage="ansible")
         if self.host.failed:
-            raise RemoteError(f"Ansible: the module failed: {self.host.message}",
-                              hint=f"rerun the introspect.models module on {self.host.name} and read Ansible's "
-                                   "own output (-vvv)", host=self.host.name, stage="ansible")
+            raise RemoteError(f"Ansible: the module failed: {self.host.message}", hint=self.host.fix,
+                              host=self.host.name, stage="ansible")
 
     def run_python(self, python: str, task: str, request: dict[str, Any], *, timeout: float,
                    isolate: bool = False) -> ProbeReply:
@@ -141,6 +170,12 @@ class AnsibleResultExecutor(Executor):
             except Exception as exc:  # noqa: BLE001 - each item's failure is its own, as in a real batch
                 out.append(exc)
         return out
+
+
+def _one_line(text: Any, cap: int, *, tail: bool = False) -> str:
+    """``text`` on one line, at most ``cap`` characters (its end when ``tail``: where stderr says why)."""
+    flat = " ".join(str(text or "").split())
+    return flat[-cap:] if tail else flat[:cap]
 
 
 def _find(calls: list[Any], python: str, task: str, request: dict[str, Any]) -> dict[str, Any] | None:

@@ -8,18 +8,19 @@ DOCUMENTATION = r"""
 module: venv_health
 short_description: introspect's raw health facts about the host's venvs
 description:
-  - For every venv, introspect's remote C(health) task under the venv's own interpreter (interpreter,
+  # Every entry is quoted: a plain YAML scalar may not hold ": " (ansible-doc refuses the whole block).
+  - "For every venv, introspect's remote C(health) task under the venv's own interpreter (interpreter,
     distributions, each import in a fresh interpreter, free disk, GPUs), and the isolated C(tokenizer)
-    task once per listed model (own process group and timeout, killed with its group after it).
-  - O(venvs) takes the same entries as C(introspect_venvs) in the inventory (and C(venvs:) in
-    introspect's hosts.yaml), so C(venvs: "{{ introspect_venvs }}") passes them on.
-  - Returns the raw replies under C(ansible_facts.introspect_health); C(introspect health --ansible-tree DIR)
-    turns them into introspect's health report, history rows and Prometheus metrics.
-  - In check mode the tokenizer tasks (which run the tokenizer library and possibly the model's own code)
-    are skipped.
+    task once per listed model (own process group and timeout, killed with its group after it)."
+  - "O(venvs) takes the same entries as C(introspect_venvs) in the inventory (and C(venvs:) in
+    introspect's hosts.yaml), so C(venvs: \"{{ introspect_venvs }}\") passes them on."
+  - "Returns the raw replies under C(ansible_facts.introspect_health); C(introspect health --ansible-tree DIR)
+    turns them into introspect's health report, history rows and Prometheus metrics."
+  - "In check mode the tokenizer tasks (which run the tokenizer library and possibly the model's own code)
+    are skipped."
 options:
   venvs:
-    description: Venvs to check, each C({path, requires, imports, models, remote_code, min_free_gb}).
+    description: "Venvs to check, each C({path, requires, imports, models, remote_code, min_free_gb})."
     type: list
     elements: dict
     required: true
