@@ -16,6 +16,7 @@ own finding (``params-mismatch``), so it is not repeated here.
 
 from __future__ import annotations
 
+import shlex
 from typing import Any
 
 from introspect.analysis.code_settle import settle_layers_from_code
@@ -185,24 +186,34 @@ def _status_findings(code: dict[str, Any] | None, raw: dict[str, Any]) -> list[F
         limit = as_dict(as_dict(raw.get("resources")).get("model_code")).get("memory_limit")
         return [code_limit_finding(str(code.get("reason")), dict(target), limit)]
     if code.get("cause") in QUIET_CAUSES:
-        missing = ", ".join(code.get("missing_packages") or [])
-        fix = (f"{pip_fix(target, code['missing_packages'][0])} (for the model-code witness), "
-               "or pass --no-model-code" if missing
-               else "allow the model's own code (drop --no-remote-code) for the model-code witness"
-               if code.get("cause") == "remote-code-refused"
-               else "upgrade transformers in the venv if this family is newer than it, or pass --no-model-code")
         spoke = as_dict(raw.get("model_code_probe")).get("config_dict") is not None
         what = ("the config class spoke; the model was not built on the meta device" if spoke
                 else "model-code witness not run")
         reason = str(code.get("reason")).strip().split("\n")[0]  # transformers' advice paragraphs stay out
-        return [Finding(Severity.INFO, "model-code-unavailable", f"{what}: {reason}", fix)]
-    fix = "the verdicts rest on config.json and the weights; pass --no-model-code to skip this build"
+        return [Finding(Severity.INFO, "model-code-unavailable", f"{what}: {reason}", _quiet_fix(code, target))]
+    fix = "# the verdicts rest on config.json and the weights; pass --no-model-code to skip this build"
     if code.get("cause") == "link-outside":  # the build was refused, not failed: the link is what to fix
-        fix = (f"replace each link with the model's own file in {target.get('model_path') or 'the model directory'}: "
+        model = str(target.get("model_path") or ".")
+        fix = (f"ls -l {shlex.quote(model)}  # replace each link with the model's own file in {model}: "
                "links out of it are never followed (or pass --no-model-code to skip this build)")
     return [Finding(Severity.WARNING, "model-code-failed",
                     f"the model's code could not be built on the meta device ({code.get('cause')}, at "
                     f"{code.get('stage')}): {code.get('reason')}", fix)]
+
+
+def _quiet_fix(code: dict[str, Any], target: dict[str, Any]) -> str:
+    """An optional extra, not a repair: a command alone, the why after ``#`` (torch is gigabytes,
+    and a serving venv is complete without it)."""
+    missing = [str(name) for name in code.get("missing_packages") or []]
+    if missing:
+        return (" ".join([pip_fix(target, missing[0]), *(shlex.quote(name) for name in missing[1:])])
+                + "  # only for the model-code witness (meta-device build); the profile is complete "
+                  "without it (or pass --no-model-code)")
+    if code.get("cause") == "remote-code-refused":
+        return "# the model-code witness runs the model's own code: probe again and drop --no-remote-code to allow it"
+    upgrade = pip_fix(target, "transformers").replace(" install ", " install --upgrade ", 1)
+    return (f"{upgrade}  # only if this family is newer than the installed transformers; "
+            "the profile is complete without the model-code witness (or pass --no-model-code)")
 
 
 def _settle_layers(layers: dict[str, Any], arch: dict[str, Any], raw: dict[str, Any],

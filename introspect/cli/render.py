@@ -14,7 +14,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from introspect.analysis.result import target_where
-from introspect.cli.render_term import Fixes, human_bytes, human_count, make_console, print_fixes
+from introspect.cli.render_term import human_bytes, human_count, make_console
 from introspect.remote.contract import as_dict
 
 SEVERITY_STYLE = {"error": "bold red", "warning": "yellow", "info": "cyan"}
@@ -228,15 +228,8 @@ SECTIONS = (model_section, architecture_section, experts_section, tokenizer_sect
             environment_section, findings_section)
 
 
-def report_fixes(profile: dict[str, Any]) -> Fixes:
-    """The findings' fixes, each once, in finding order (the report's "To fix:" block)."""
-    fixes = Fixes()
-    for item in profile.get("findings") or []:
-        fixes.add(as_dict(item).get("fix"))
-    return fixes
-
-
 def print_report(profile: dict[str, Any], console: Console | None = None) -> None:
+    from introspect.cli.fix_lines import print_report_fixes
     from introspect.cli.render_serving import SERVING_SECTIONS  # imports this module's helpers
     from introspect.cli.render_witnesses import witnesses_section
 
@@ -245,4 +238,4 @@ def print_report(profile: dict[str, Any], console: Console | None = None) -> Non
     for section in sections:
         console.print(section(profile))
         console.print()
-    print_fixes(console, report_fixes(profile))
+    print_report_fixes(console, profile)  # To fix: warnings and errors; Optional: info extras

@@ -1,0 +1,86 @@
+"""Fix lines a user can paste: the report's ``To fix:`` and ``Optional:`` blocks.
+
+A finding's ``fix`` is either a shell command (the why after ``#``) or, in older findings,
+a sentence. A sentence pasted into a shell is a syntax error or, worse, runs its first word
+(``check``, ``test``), so every line printed here is a command or a ``# comment``:
+:func:`shell_line` turns a sentence into a comment and leaves a command alone.
+
+``To fix:`` holds the fixes of warnings and errors only. An info finding's fix is an
+optional extra (e.g. torch for the model-code witness, gigabytes a serving venv does not
+need), so it goes under ``Optional:``, after the report.
+"""
+
+from __future__ import annotations
+
+import shlex
+from collections.abc import Iterable
+from typing import TYPE_CHECKING, Any
+
+from introspect.cli.render_term import Fixes, print_fixes
+from introspect.remote.contract import as_dict
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+# First words of the commands our fixes print; any other first word is read as prose.
+PROGRAMS = frozenset({
+    "introspect", "pip", "pip3", "python", "python3", "uv", "ls", "cp", "mv", "ln", "rm", "mkdir",
+    "chmod", "chown", "cat", "df", "du", "nvidia-smi", "podman", "docker", "ssh", "ssh-keygen",
+    "ssh-keyscan", "sudo", "export", "hf", "huggingface-cli", "git", "systemctl", "ansible",
+    "ansible-playbook", "ansible-doc",
+})
+BLOCKING = ("error", "warning")
+
+
+def is_command(line: str) -> bool:
+    """Whether ``line`` reads as a shell command: balanced quotes, and a first word that is a
+    program we print, a path to one, or an environment assignment (``CUDA_VISIBLE_DEVICES=0``)."""
+    try:
+        words = shlex.split(line, comments=True)
+    except ValueError:  # an apostrophe in a sentence: unbalanced quotes
+        return False
+    if not words:
+        return line.lstrip().startswith("#")
+    first = words[0]
+    return first in PROGRAMS or "/" in first or ("=" in first and first.split("=", 1)[0].isidentifier())
+
+
+def shell_line(fix: str) -> str:
+    """``fix`` as a line that parses as shell: a command as it is, a sentence as a comment."""
+    text = " ".join(fix.split("\n")).strip()
+    return text if is_command(text) else f"# {text}"
+
+
+def _lines(findings: Iterable[Any], severities: tuple[str, ...]) -> Fixes:
+    out = Fixes()
+    for item in findings:
+        item = as_dict(item)
+        if str(item.get("severity")) in severities and item.get("fix"):
+            out.add(shell_line(str(item["fix"])))
+    return out
+
+
+def report_fixes(profile: dict[str, Any]) -> Fixes:
+    """The fixes of warnings and errors, each once, in finding order (the ``To fix:`` block)."""
+    return _lines(profile.get("findings") or [], BLOCKING)
+
+
+def report_optional(profile: dict[str, Any]) -> Fixes:
+    """The fixes of info findings: extras that add to a complete profile (the ``Optional:`` block)."""
+    return _lines(profile.get("findings") or [], ("info",))
+
+
+def print_report_fixes(console: Console, profile: dict[str, Any]) -> None:
+    """``To fix:`` then ``Optional:``, each printed unwrapped so a line pastes as it reads."""
+    from rich.markup import escape
+
+    fixes = report_fixes(profile)
+    print_fixes(console, fixes)
+    optional = report_optional(profile)
+    if not optional.items:
+        return
+    if fixes.items:
+        console.print()
+    console.print("[bold]Optional:[/]")
+    for line in optional.items:
+        console.print("  " + escape(line), soft_wrap=True)
