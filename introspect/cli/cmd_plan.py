@@ -6,6 +6,7 @@ drafter config skeleton derived from the target.
 
 from __future__ import annotations
 
+import shlex
 from typing import Any
 
 import click
@@ -14,7 +15,7 @@ from introspect.analysis.drafter_plan import drafter_config, spread_layer_ids
 from introspect.analysis.plan import DEFAULT_FRACTION, GpuBudget
 from introspect.analysis.result import PROFILE_SCHEMA
 from introspect.analysis.serving import replan
-from introspect.cli.options import parse_size as byte_size
+from introspect.cli.gpu_mem import gpu_by_name, parse_gpu_mem
 from introspect.cli.outcome import Finished, Notice
 from introspect.cli.session import session
 from introspect.client.documents import read_document
@@ -23,15 +24,6 @@ from introspect.remote.contract import as_dict
 
 PLAN_SCHEMA = "introspect.plan/v1"
 DRAFTER_KINDS = ("dflash", "eagle3")
-
-
-def parse_size(text: str) -> int:
-    """"96GiB" -> bytes. GB/MB are decimal, GiB/MiB (and bare G/M) binary, a plain number is bytes."""
-    try:
-        return byte_size(text, "--gpu-mem")
-    except UsageError:
-        raise UsageError(f"--gpu-mem {text!r} is not a memory size",
-                         hint="write it like 96GiB, 141GB or 80G (G = GiB)") from None
 
 
 def read_profile(path: str) -> dict[str, Any]:
@@ -63,24 +55,32 @@ def write_drafter_config(profile: dict[str, Any], kind: str, path: str, draft_la
 @click.command("plan")
 @click.argument("profile_file", type=click.Path(dir_okay=False, allow_dash=True))
 @click.option("--gpus", type=click.IntRange(1, 1024), help="GPU count (default: the probed host's).")
-@click.option("--gpu-mem", help="Memory of one GPU, e.g. 96GiB, 141GB (default: the probed host's).")
+@click.option("--gpu-mem", metavar="SIZE", help="Memory of one GPU: 141GB (decimal, as vendors state it: 131.3 GiB), "
+              "131GiB, or 143771MiB (as nvidia-smi prints it); a bare number is refused (default: the probed host's).")
+@click.option("--gpu", "gpu_name", metavar="NAME", help="Take the memory from nvidia-smi's total for NAME: "
+              "H100, H200, A100-80GB, A100-40GB.")
 @click.option("--mem-fraction", type=click.FloatRange(0.05, 1.0), default=DEFAULT_FRACTION, show_default=True,
               help="Share of GPU memory for weights and KV cache (SGLang --mem-fraction-static).")
 @click.option("--json", "as_json", is_flag=True, help="Print the plan section as JSON.")
 @click.option("--emit-drafter-config", "emit", nargs=2, type=(click.Choice(DRAFTER_KINDS), click.Path(dir_okay=False)),
               help="Write a DFlash or EAGLE-3 drafter config skeleton: KIND FILE.")
 @click.option("--draft-layers", type=click.IntRange(1, 64), help="DFlash draft layers (target layer ids).")
-def plan(profile_file: str, gpus: int | None, gpu_mem: str | None, mem_fraction: float, as_json: bool,
-         emit: tuple[str, str] | None, draft_layers: int | None) -> Finished:
+def plan(profile_file: str, gpus: int | None, gpu_mem: str | None, gpu_name: str | None, mem_fraction: float,
+         as_json: bool, emit: tuple[str, str] | None, draft_layers: int | None) -> Finished:
     """Which TP / EP / PP layouts fit, with how much KV cache, from a saved profile."""
     profile = read_profile(profile_file)
     probed = as_dict(as_dict(profile.get("plan")).get("gpus"))
-    if (gpus is None or gpu_mem is None) and not probed:
-        raise UsageError("the profile has no GPU facts", hint="pass --gpus N and --gpu-mem SIZE (e.g. 96GiB)")
+    command = f"introspect plan {shlex.quote(profile_file)} --gpus {gpus or 'N'}"
+    if gpu_mem and gpu_name:
+        raise UsageError("--gpu and --gpu-mem both give the GPU's memory", hint=f"{command} --gpu {shlex.quote(gpu_name)}")
+    name, memory = (gpu_by_name(gpu_name, command) if gpu_name
+                    else (None, parse_gpu_mem(gpu_mem, command) if gpu_mem else 0))
+    if (gpus is None or not memory) and not probed:
+        raise UsageError("the profile has no GPU facts", hint=f"{command} --gpu-mem 96GiB  # or --gpu H200")
     budget = GpuBudget(count=gpus or int(probed.get("count") or 0),
-                       memory_bytes=parse_size(gpu_mem) if gpu_mem else int(probed.get("memory_bytes") or 0),
-                       name=None if gpu_mem else probed.get("name"),
-                       source="flags" if gpus or gpu_mem else str(probed.get("source")))
+                       memory_bytes=memory or int(probed.get("memory_bytes") or 0),
+                       name=name if memory else probed.get("name"),
+                       source="flags" if gpus or memory else str(probed.get("source")))
     profile = dict(profile, plan=replan(profile, budget, mem_fraction))
     if emit:
         write_drafter_config(profile, emit[0], emit[1], draft_layers)

@@ -137,6 +137,8 @@ def print_fixes(console: Console, fixes: Fixes | Sequence[str], *, gap: bool = F
         return
     if gap:
         console.print()
+    from introspect.cli.fix_lines import shell_line  # it builds on this module's Fixes
+
     console.print("[bold]To fix:[/]")
-    for fix in items:
-        console.print("  " + escape(fix), soft_wrap=True)
+    for fix in items:  # a command as it is, a sentence as a '# comment': every line can be pasted
+        console.print("  " + escape(shell_line(fix)), soft_wrap=True)
