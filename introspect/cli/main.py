@@ -48,6 +48,8 @@ LAZY_COMMANDS = {
              "saved profile."),
     "env": ("introspect.cli.cmd_env:env", "Versions, platform and config paths for a bug report (secrets are "
             "never shown)."),
+    "completion": ("introspect.cli.cmd_completion:completion", "Print the shell completion script for bash, zsh "
+                   "or fish."),
     "cache": ("introspect.cli.cmd_cache:cache", "The local cache of probe results: where it is, how big, and "
               "emptying it."),
 }
