@@ -13,9 +13,9 @@ need), so it goes under ``Optional:``, after the report.
 from __future__ import annotations
 
 import shlex
-from collections.abc import Iterable
 from typing import TYPE_CHECKING, Any
 
+from introspect.cli.remote_fix import fix_on_target
 from introspect.cli.render_term import Fixes, print_fixes
 from introspect.remote.contract import as_dict
 
@@ -51,23 +51,25 @@ def shell_line(fix: str) -> str:
     return text if is_command(text) else f"# {text}"
 
 
-def _lines(findings: Iterable[Any], severities: tuple[str, ...]) -> Fixes:
+def _lines(profile: dict[str, Any], severities: tuple[str, ...]) -> Fixes:
+    # A fix for the profiled machine (pip, ls) runs through its transport (podman exec, ssh).
+    target = as_dict(profile.get("target"))
     out = Fixes()
-    for item in findings:
+    for item in profile.get("findings") or []:
         item = as_dict(item)
         if str(item.get("severity")) in severities and item.get("fix"):
-            out.add(shell_line(str(item["fix"])))
+            out.add(fix_on_target(shell_line(str(item["fix"])), target))
     return out
 
 
 def report_fixes(profile: dict[str, Any]) -> Fixes:
     """The fixes of warnings and errors, each once, in finding order (the ``To fix:`` block)."""
-    return _lines(profile.get("findings") or [], BLOCKING)
+    return _lines(profile, BLOCKING)
 
 
 def report_optional(profile: dict[str, Any]) -> Fixes:
     """The fixes of info findings: extras that add to a complete profile (the ``Optional:`` block)."""
-    return _lines(profile.get("findings") or [], ("info",))
+    return _lines(profile, ("info",))
 
 
 def print_report_fixes(console: Console, profile: dict[str, Any]) -> None:

@@ -13,6 +13,7 @@ import pytest
 
 from introspect.analysis.profile import build_profile
 from introspect.cli.fix_lines import is_command, report_fixes, report_optional, shell_line
+from introspect.cli.remote_fix import fix_on_target
 from tests.cli.terminal import run_in_terminal
 from tests.conftest import run_cli
 
@@ -97,8 +98,9 @@ def test_witness_fix_is_a_command_with_a_comment(cause: str, missing: list[str],
     head, _, why = info["fix"].partition("#")
     assert head.strip() == command and why.strip(), info["fix"]
     assert is_command(info["fix"]) and shell_line(info["fix"]) == info["fix"]
-    assert info["fix"] in report_optional(profile).items and info["fix"] not in report_fixes(profile).items
-    assert_parses([info["fix"]])
+    line = fix_on_target(info["fix"], profile["target"])  # the profile was taken over ssh
+    assert line in report_optional(profile).items and line not in report_fixes(profile).items
+    assert_parses([info["fix"], line])
 
 
 @pytest.mark.parametrize(("fix", "line"), [
