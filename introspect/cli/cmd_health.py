@@ -53,7 +53,7 @@ from introspect.client.health import (
 from introspect.client.health_stop import HealthInterrupted, check_or_stop
 from introspect.errors import EXIT_UNREACHABLE, UsageError
 from introspect.interrupts import describe
-from introspect.inventory import Defaults, HostEntry, Inventory, InventoryError, select_hosts
+from introspect.inventory import Defaults, HostEntry, Inventory, InventoryError, VenvEntry, select_hosts
 from introspect.transport.base import Executor
 
 if TYPE_CHECKING:  # rich, paramiko and prometheus_client load only when a run uses them
@@ -68,8 +68,10 @@ STATUS_STYLE = {"pass": "green", "fail": "bold red", "warn": "yellow", "info": "
 
 
 ADHOC_HOST_HELP = ("Check this one host instead of the inventory's: an entry name, an address, an "
-                   "~/.ssh/config alias or a URL (ssh://, openssh://...); without an inventory entry, only "
-                   "reachability, disk and GPUs are checked.")
+                   "~/.ssh/config alias or a URL (ssh://, openssh://...). Without an inventory entry it gets "
+                   "the reachability check, and each --venv its python, disk and GPU checks.")
+VENV_HELP = ("With --host: check this venv there (python, dependency conflicts, disk, GPUs), instead of "
+             "the inventory entry's venvs (repeatable).")
 
 
 def db_help() -> str:
@@ -97,6 +99,17 @@ def _health_selectors(func: Callable[..., Any]) -> Callable[..., Any]:
                    "always refused.")
 @click.option("--ssh-config", type=click.Path(dir_okay=False),
               help="ssh_config file to read instead of ~/.ssh/config and /etc/ssh/ssh_config.")
+@click.option("--venv", "venvs", multiple=True, metavar="PATH", help=VENV_HELP)
+@click.option("--port", "-p", type=click.IntRange(1, 65535),
+              help="SSH port (default: the inventory entry's, else ssh_config, else 22).")
+@click.option("--user", "-u", help="SSH user (default: the inventory entry's, else ssh_config, else the local user).")
+@click.option("--identity", "-i", type=click.Path(dir_okay=False),
+              help="Private key file (default: the inventory's; agent keys and ~/.ssh keys are tried too).")
+@click.option("--jump", "-J", help="ProxyJump host ([user@]host[:port]); ssh_config ProxyJump works too.")
+@click.option("--banner-timeout", type=click.FloatRange(min=0, min_open=True), default=None,
+              help="Seconds to wait for the SSH banner after connecting (default 10).")
+@click.option("--auth-timeout", type=click.FloatRange(min=0, min_open=True), default=None,
+              help="Seconds for SSH authentication (default 15).")
 @click.option("--connect-timeout", type=click.FloatRange(min=0, min_open=True), default=None,
               help="Seconds for TCP connect (default: defaults.connect_timeout in the inventory, 5).")
 @click.option("--transport", type=click.Choice(["openssh", "ssh"]), default=None,
@@ -110,30 +123,27 @@ def _health_selectors(func: Callable[..., Any]) -> Callable[..., Any]:
 @click.option("--ansible-tree", type=click.Path(file_okay=False),
               help="Check nothing: report the --tree DIR of an `introspect.models.venv_health` Ansible run "
                    "(hosts and venvs from --inventory when given, else from the results).")
-def health(host: str | None, hosts_file: str | None, only: tuple[str, ...], tags: tuple[str, ...],
-           all_hosts: bool, parallel: int | None, as_json: bool, prom: str | None, db: str | None,
-           keep_days: float | None, known_hosts: str | None, accept_new: bool,
-           ssh_config: str | None, connect_timeout: float | None, transport: str | None,
-           ssh_options: tuple[str, ...], control_persist: str | None, timeout: float | None,
-           ansible_tree: str | None) -> Finished:
+def health(parallel: int | None, as_json: bool, prom: str | None, db: str | None, keep_days: float | None,
+           timeout: float | None, ansible_tree: str | None, venvs: tuple[str, ...], **kwargs: Any) -> Finished:
     """Check the venvs of every host in the inventory (or one --host): packages, imports, tokenizers, disk, GPUs.
 
     Exit 0 all healthy, 1 a check failed, 2 bad usage or inventory, 3 a host could not be reached.
     """
-    selection = HostSelection(host, hosts_file, only, tags, all_hosts)
+    selection = HostSelection.from_kwargs(kwargs)
+    flags = ConnectionFlags.from_kwargs(kwargs)  # --port, --user, --identity... over the inventory's
+    hosts_file = selection.hosts_file
     _check_prom_path(prom)
     check_output_path(db, "--db")
+    if venvs and not selection.host:
+        raise UsageError("--venv names venvs of the one --host",
+                         hint="introspect health --host HOST --venv PATH  # or list the venvs in the inventory")
     if ansible_tree:
         from introspect.client.ansible_runs import tree_hosts
 
         inventory, hosts, factory = tree_hosts(ansible_tree, load_inventory_for(hosts_file) if hosts_file else None,
                                                lambda inv: _select_in(inv, selection))
     else:
-        inventory, hosts = _select(selection)
-        flags = ConnectionFlags(host=None, port=None, user=None, identity=None, jump=None,
-                                known_hosts=known_hosts, accept_new=accept_new, ssh_config=ssh_config,
-                                connect_timeout=connect_timeout, hosts_file=hosts_file, transport=transport,
-                                ssh_options=ssh_options, control_persist=control_persist)
+        inventory, hosts = _select(selection, venvs)
         known = fleet_known_hosts(flags, inventory, hosts)  # parsed once, shared by every connection
         factory = _executor_factory(flags, inventory, known)
     options = HealthOptions(probe_timeout=timeout or inventory.defaults.probe_timeout)
@@ -173,20 +183,21 @@ def _stopped_notice(stop: HealthInterrupted) -> Notice:
     return Notice(text, fix, kind=kind)
 
 
-def _select(selection: HostSelection) -> tuple[Inventory, list[HostEntry]]:
-    """The inventory's selected hosts, or the one ``--host`` (its inventory entry when it has one;
-    else an ad-hoc host: reachability, disk and GPUs, no venvs to check)."""
+def _select(selection: HostSelection, venvs: Sequence[str] = ()) -> tuple[Inventory, list[HostEntry]]:
+    """The inventory's selected hosts, or the one ``--host``: its inventory entry when it has one,
+    else an ad-hoc entry; either way ``--venv`` names the venvs to check (its python, disk, GPUs)."""
     if not selection.host:
         return select_fleet(selection.hosts_file, selection)
     if selection.fleet:
         select_fleet(selection.hosts_file, selection)  # the one error for --host with --only/--tags
     inventory = load_inventory_for(selection.hosts_file)
-    entry = find_entry(inventory, selection.host)
-    if inventory is not None and entry is not None:
-        return inventory, [entry]
-    entry = HostEntry(name=selection.host, address=selection.host)
+    entry = find_entry(inventory, selection.host) or HostEntry(name=selection.host, address=selection.host)
+    if venvs:  # an inventory venv keeps its requires/imports/models; another is checked plainly
+        known = {v.path: v for v in entry.venvs}
+        entry = dataclasses.replace(entry, venvs=tuple(known.get(p) or VenvEntry(p) for p in dict.fromkeys(venvs)))
     base = inventory or Inventory(defaults=Defaults(), hosts=(), source="--host")
-    return dataclasses.replace(base, hosts=(*base.hosts, entry)), [entry]
+    others = tuple(h for h in base.hosts if h.name != entry.name)
+    return dataclasses.replace(base, hosts=(*others, entry)), [entry]
 
 
 def _select_in(inventory: Inventory, selection: HostSelection) -> list[HostEntry]:
