@@ -15,21 +15,9 @@ from introspect.cli.gpu_mem import GPU_TOTALS_MIB, gpu_by_name, parse_gpu_mem
 from introspect.errors import UsageError
 from tests.conftest import assert_clean_error, run_cli
 from tests.engines.nvidia_smi_outputs import H100_CSV, H200_CSV
-from tests.fixtures.shards import write_kimi_k25_int4_checkpoint
 
 GIB = 2**30
 MIB = 2**20
-
-
-@pytest.fixture(scope="module")
-def kimi_profile(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    model = tmp_path_factory.mktemp("k25") / "Kimi-K2.5-INT4"
-    write_kimi_k25_int4_checkpoint(model, shards=64)
-    out = model.parent / "profile.json"
-    result = run_cli("probe", "--model", str(model), "--no-tokenizer", "--max-json-bytes", str(64 << 20),
-                     "--output", str(out), "--json")
-    assert out.is_file(), result.stderr[-2000:]
-    return out
 
 
 def _plan(profile: Path, *args: str) -> dict:

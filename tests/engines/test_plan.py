@@ -12,12 +12,9 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-import pytest
-
 from introspect.analysis.plan import GpuBudget, plan_section
 from introspect.analysis.profile import build_profile
 from tests.conftest import run_cli
-from tests.fixtures.shards import write_kimi_k25_int4_checkpoint
 from tests.golden.cases import DATA, config_raw
 
 GIB = 2**30
@@ -41,17 +38,6 @@ KV_PER_TOKEN = (512 + 64) * 2 * 61  # MLA latent + rope key, BF16, every layer: 
 
 def per_gpu(tp: int) -> int:
     return round((EXPERTS + TENSOR_PARALLEL) / tp + REPLICATED + (EMBEDDING + LM_HEAD) / tp + FINAL)
-
-
-@pytest.fixture(scope="module")
-def kimi_profile(tmp_path_factory: pytest.TempPathFactory) -> Path:
-    model = tmp_path_factory.mktemp("k25") / "Kimi-K2.5-INT4"
-    write_kimi_k25_int4_checkpoint(model, shards=64)
-    out = model.parent / "profile.json"
-    result = run_cli("probe", "--model", str(model), "--no-tokenizer", "--max-json-bytes", str(64 << 20),
-                     "--output", str(out), "--json")
-    assert out.is_file(), result.stderr[-2000:]
-    return out
 
 
 def _plan(profile: Path, *args: str) -> dict:

@@ -12,32 +12,32 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import signal
 import sqlite3
 import subprocess
-import tempfile
 import threading
 import time
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 import yaml
 
 from tests.conftest import SESSION_TMP
-from tests.faults.conftest import kill_group_quietly, pids_alive, tokenizer_model
+from tests.faults import test_signals
+from tests.faults.conftest import pids_alive, tokenizer_model
 from tests.faults.test_signals import (
-    _STARTED,
     _assert_nothing_left,
     _assert_signal_error,
     _openssh_config,
-    _processes_under,
     _start,
     _started,
     _target,
     _wait_for,
 )
+
+# The signal tests' fixture, shared: the run's TMPDIR (its cache dir is named after it), and what
+# a failed run left (its CLI, a ControlMaster) killed afterwards.
+run_tmp = test_signals.run_tmp
 
 pytestmark = pytest.mark.ssh
 
@@ -45,22 +45,6 @@ pytestmark = pytest.mark.ssh
 CASES = {"SIGTERM": (signal.SIGTERM, 143, "terminated by SIGTERM", "terminated", "ssh"),
          "SIGINT": (signal.SIGINT, 130, "interrupted", "interrupted", "openssh"),
          "SIGHUP": (signal.SIGHUP, 129, "terminated by SIGHUP", "terminated", "local")}
-
-
-@pytest.fixture()
-def run_tmp() -> Iterator[Path]:
-    """The run's TMPDIR (and its cache dir's name), as test_signals.py's: nothing a failed run
-    left (its CLI, a ControlMaster) outlives the test."""
-    path = Path(tempfile.mkdtemp(prefix="sigp-", dir="/tmp"))
-    yield path
-    for proc in _STARTED:
-        if proc.poll() is None:
-            proc.kill()
-            proc.communicate()
-    _STARTED.clear()
-    for line in _processes_under(path):
-        kill_group_quietly(int(line.split()[0]))
-    shutil.rmtree(path, ignore_errors=True)
 
 
 @pytest.fixture(scope="module")
