@@ -18,6 +18,8 @@ Relative paths are relative to the config file's directory.
 
 from __future__ import annotations
 
+import contextlib
+import errno
 import functools
 import os
 from dataclasses import dataclass
@@ -220,3 +222,19 @@ def settings_block(inventory: Inventory | None, remote_code: Chosen) -> dict[str
                                                           "source": chosen.source if chosen else "flag",
                                                           "where": chosen.where if chosen else "--hosts"},
             "remote_code": remote_code.as_dict()}
+
+
+def make_private_dirs(root: Path) -> None:
+    """``root`` and its missing parents, each created 0700 (an existing directory is left as it is):
+    the result cache and the history database both hold the fleet's hosts, paths and packages.
+    (``Path.mkdir(parents=True, mode=...)`` gives the mode to the last directory only.)"""
+    missing = []
+    here = root
+    while not os.path.lexists(here) and here != here.parent:
+        missing.append(here)
+        here = here.parent
+    for directory in reversed(missing):
+        with contextlib.suppress(FileExistsError):  # made meanwhile by a parallel run
+            os.mkdir(directory, 0o700)
+    if not root.is_dir():
+        raise NotADirectoryError(errno.ENOTDIR, "not a directory", str(root))

@@ -48,7 +48,9 @@ def create_private(path: Path) -> bool:
     https://sqlite.org/src/file/src/os_unix.c), so one private file keeps all of them private.
     """
     # The history names hosts, paths and the package sets of the fleet.
-    path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+    from introspect.userconfig import make_private_dirs
+
+    make_private_dirs(path.parent)
     try:
         fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | getattr(os, "O_NOFOLLOW", 0), 0o600)
     except FileExistsError:

@@ -34,11 +34,11 @@ from introspect.client.cache_files import (
     ENTRY_MAX_BYTES,
     Untrusted,
     is_partial,
-    make_private_dirs,
     read_entry,
     remove_stale_partials,
     write_private,
 )
+from introspect.userconfig import make_private_dirs
 
 CACHE_SCHEMA = 2  # 2: the tool's version and a sha256 of the raw facts in every entry
 CACHE_MAX_ENV = "INTROSPECT_CACHE_MAX_BYTES"

@@ -71,20 +71,6 @@ def read_entry(path: Path, cap: int = ENTRY_MAX_BYTES) -> bytes | None:
         os.close(fd)
 
 
-def make_private_dirs(root: Path) -> None:
-    """``root`` and its missing parents, each created 0700 (an existing directory is left as it is)."""
-    missing = []
-    here = root
-    while not os.path.lexists(here) and here != here.parent:
-        missing.append(here)
-        here = here.parent
-    for directory in reversed(missing):
-        with contextlib.suppress(FileExistsError):  # made meanwhile by a parallel run
-            os.mkdir(directory, 0o700)
-    if not root.is_dir():
-        raise NotADirectoryError(errno.ENOTDIR, "not a directory", str(root))
-
-
 def write_private(path: Path, data: bytes) -> None:
     """Replace ``path`` with ``data`` atomically, as a 0600 file; no partial file is left on failure."""
     tmp = path.with_name(f"{path.name}.tmp-{os.getpid()}-{secrets.token_hex(4)}")
