@@ -16,6 +16,7 @@ from introspect.analysis.architecture import architecture_section
 from introspect.analysis.config_witness import class_config, settle_with_class, with_class_defaults
 from introspect.analysis.findings import Finding, Severity
 from introspect.analysis.layout_unknown import still_unknown
+from introspect.analysis.list_caps import list_totals
 from introspect.analysis.raw_findings import error_findings, missing_module_findings
 from introspect.analysis.raw_guard import guarded, repair_raw
 from introspect.analysis.result import (
@@ -85,12 +86,15 @@ def _custom_code(files: dict[str, Any]) -> list[dict[str, Any]]:
 
 
 def _files_section(raw: RawFacts | dict[str, Any], files: dict[str, Any]) -> FilesSection:
+    totals = list_totals(files, "listing")  # the listing's true length, and whether it was cut (MAX_LISTING)
     return {
         "model_path": files.get("model_path"),
         "real_path": files.get("real_path"),
         "status": files.get("status"),
         "listing": files.get("listing") or [],
-        "total_size": files.get("total_size"),
+        "listing_total": totals["listing_total"],
+        "listing_truncated": totals["listing_truncated"],
+        "total_size": files.get("total_size"),  # of the listed entries only
         "custom_code": _custom_code(files),
         "safetensors_bytes_read": as_dict(raw.get("safetensors")).get("bytes_read"),
         "hashes": dict(hashes) if isinstance(hashes := raw.get("hashes"), dict) else None,

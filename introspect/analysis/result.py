@@ -58,6 +58,8 @@ class FilesSection(TypedDict):
     real_path: str | None
     status: str | None
     listing: list[Any]
+    listing_total: int  # the entries of the directory (at least: the name scan stops at 100,000)
+    listing_truncated: bool
     total_size: int | None
     custom_code: list[dict[str, Any]]
     safetensors_bytes_read: int | None

@@ -28,6 +28,10 @@ Fallback rules, mirroring the classes that read these files:
 
 Where the tokenizer loaded, the file-derived facts ride along (``from_files``) and
 each is compared with the loaded value (:mod:`introspect.analysis.tokenizer_agreement`).
+
+The section opens with ``autotokenizer`` (did ``AutoTokenizer.from_pretrained`` load in that
+venv, and if not: why and the fix) and ``native`` (what the layout's own library loaded
+instead, read and could not know): :mod:`introspect.analysis.tokenizer_autotokenizer`.
 """
 
 from __future__ import annotations
@@ -37,6 +41,8 @@ from typing import Any
 from introspect.analysis.added_tokens import judge_added_tokens
 from introspect.analysis.findings import Finding
 from introspect.analysis.tokenizer_agreement import disagreements, file_facts, native_load
+from introspect.analysis.tokenizer_autotokenizer import autotokenizer_block, native_block, unreported_failure
+from introspect.analysis.tokenizer_caps import cap_findings, with_totals
 from introspect.analysis.tokenizer_fallback import NAMED, facts_from_files
 from introspect.analysis.tokenizer_findings import config_vocab_size, tokenizer_findings
 from introspect.remote.contract import as_dict
@@ -78,16 +84,23 @@ def tokenizer_section(
         section["from_files"] = file_facts(from_files)
     else:
         section = _section_from_files(from_files, probe)
-    findings = tokenizer_findings(section, files, config, target, remote_code_allowed)
+    section = with_totals(section, probe, from_files)  # every capped list: <key>_total, <key>_truncated
+    # What a pipeline's AutoTokenizer call does in that venv comes first, then the native load if any.
+    block = autotokenizer_block(probe, target, remote_code_allowed)
+    section = {"autotokenizer": block, "native": native_block(probe), **section}
+    findings = tokenizer_findings(section, files, config, target, remote_code_allowed) + cap_findings(section, target)
     if remote_code_allowed or not files.get("remote_code"):  # else transformers loaded another class
         findings += disagreements(section, as_dict(section.get("from_files")))
     findings += native_load(probe, target)
+    findings += unreported_failure(block, probe, str(target.get("venv") or target.get("python") or "the target Python"))
     return section, findings
 
 
 def _section_from_probe(probe: dict[str, Any], from_files: dict[str, Any]) -> dict[str, Any]:
-    """Loaded: transformers' (or the layout library's) answers; a fact the probe failed to read comes from the files."""
+    """Loaded: transformers' (or the layout library's) answers; a fact the probe failed to read,
+    or one the layout's library has no notion of (a tiktoken Encoding's bos), comes from the files."""
     failed = {str(e.get("fact")) for e in probe.get("fact_errors") or [] if isinstance(e, dict)}
+    failed.update(as_dict(native_block(probe)).get("unknown") or [])
     source = probe.get("source")
     loaded_by = source if isinstance(source, str) else "transformers"  # else the layout's own library
     values: dict[str, Any] = {}

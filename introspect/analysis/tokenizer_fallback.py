@@ -16,6 +16,12 @@ from introspect.remote.contract import as_dict
 NAMED = ("bos", "eos", "pad", "unk", "mask")
 KIMI_PLACEHOLDER = "<|reserved_token_{id}|>"
 TEMPLATE_ORDER = ("chat_template.jinja", "additional_chat_templates/", "tokenizer_config.json", "chat_template.json")
+# No class named anywhere: AutoTokenizer builds an empty config (model_type "") and takes the
+# mapping's default, transformers 5's generic fast class
+# (https://github.com/huggingface/transformers/blob/v5.24.0/src/transformers/models/auto/tokenization_auto.py#L1008);
+# before transformers 5 the same default was named PreTrainedTokenizerFast.
+TOKENIZER_JSON_CLASS = "TokenizersBackend"
+TOKENIZER_JSON_CLASS_SOURCE = "tokenizer.json (no class named: transformers' default)"
 
 
 def facts_from_files(files: dict[str, Any]) -> dict[str, Any]:
@@ -30,8 +36,10 @@ def facts_from_files(files: dict[str, Any]) -> dict[str, Any]:
     for token, token_id in as_dict(tok_json.get("vocab_lookup")).items():
         lookup.setdefault(token, token_id)  # an added token wins over a plain vocab entry
     named = {attr: _resolve(_named_token(attr, tok_config, as_dict(files.get("special_tokens_map"))), lookup) for attr in NAMED}
+    declared = tok_config.get("tokenizer_class") if isinstance(tok_config.get("tokenizer_class"), str) else None
+    default_class = None if declared is not None else tokenizer_json_class(files)
     facts = {
-        "class": tok_config.get("tokenizer_class") if isinstance(tok_config.get("tokenizer_class"), str) else None,
+        "class": declared or default_class,
         "vocab_size": vocab["vocab_size"],
         "len": vocab["len"],
         **named,
@@ -41,7 +49,23 @@ def facts_from_files(files: dict[str, Any]) -> dict[str, Any]:
         "added_tokens": len(added),
     }
     refine_layouts(files, facts, sorted(added))  # sentencepiece, tekken, specials in code, class from layout
+    if default_class is not None:
+        facts["vocab"]["class_source"] = TOKENIZER_JSON_CLASS_SOURCE
     return facts
+
+
+def tokenizer_json_class(files: dict[str, Any]) -> str | None:
+    """The class AutoTokenizer loads a tokenizer.json as when no file names one; None otherwise.
+
+    A tokenizer.json wins over a tokenizer.model or ``*.tiktoken`` beside it (transformers reads
+    it first); an auto_map class, or Mistral's own files (mistral_common's class), name another.
+    """
+    if not isinstance(as_dict(files.get("tokenizer_json")).get("vocab_size"), int) or files.get("remote_code"):
+        return None
+    choice = as_dict(files.get("vocab_choice"))
+    if choice.get("kind") == "tekken" or ".model.v" in str(choice.get("file") or ""):
+        return None
+    return TOKENIZER_JSON_CLASS
 
 
 def _added_tokens(
@@ -91,7 +115,10 @@ def _vocab(
         "vocab_size": None,
         "len": None,
     }
-    if tiktoken is not None and isinstance(tiktoken.get("distinct_tokens"), int):
+    # A tokenizer.json beside the ranks wins unless the tokenizer's own code reads the ranks:
+    # transformers' fast class reads it first (tokenization_utils_tokenizers.py#L114, v5.24.0).
+    json_wins = isinstance(tok_json.get("vocab_size"), int) and not remote
+    if tiktoken is not None and isinstance(tiktoken.get("distinct_tokens"), int) and not json_wins:
         base = tiktoken["distinct_tokens"]
         out.update(vocab_file=tiktoken.get("file"), base=base)
         if reserved:

@@ -6,6 +6,7 @@ from typing import Any
 
 from introspect.analysis.added_tokens import judge_added_tokens
 from introspect.analysis.findings import Finding, Severity, pip_fix
+from introspect.analysis.tokenizer_autotokenizer import autotokenizer_fix
 from introspect.analysis.tokenizer_limits import (
     LIMIT_CAUSES,
     load_limit_finding,
@@ -89,7 +90,8 @@ def _load_failure(
     message = f"{who} did not load: {error.get('type')}: {first_line[0] if first_line else ''}".rstrip(": ")
     if section.get("vocab_size") is not None:
         message += "; the facts shown come from the raw files"
-    return [Finding(Severity.ERROR, "tokenizer-load-failed", message, _load_fix(error, target))]
+    # The same fix as the section's autotokenizer block: what makes AutoTokenizer load.
+    return [Finding(Severity.ERROR, "tokenizer-load-failed", message, autotokenizer_fix(error, target, None))]
 
 
 def _missing_package(package: str, who: str, target: dict[str, Any]) -> Finding:
@@ -100,20 +102,6 @@ def _missing_package(package: str, who: str, target: dict[str, Any]) -> Finding:
         need = f"{package}, not installed in {where}"
     return Finding(Severity.ERROR, "missing-package", f"{who} needs {need}", pip_fix(target, package),
                    {"package": package})
-
-
-def _load_fix(error: dict[str, Any], target: dict[str, Any]) -> str | None:
-    cause = error.get("cause")
-    model = target.get("model_path") or "the model directory"
-    if cause == "missing-files":
-        return f"check that the tokenizer files in {model} are complete (tokenizer_config.json and the vocab file)"
-    if cause == "incompatible-code":
-        return "the model's tokenizer code does not match this transformers version: update the code files or pin transformers"
-    if cause == "remote-code-refused":
-        return "allow remote code for this target (it is needed to load this tokenizer)"
-    if cause == "link-outside":
-        return f"replace each link with the model's own file in {model}: links out of it are never followed"
-    return None
 
 
 def _sample_failure(error: dict[str, Any], who: str, target: dict[str, Any]) -> list[Finding]:

@@ -108,6 +108,11 @@ def _sentencepiece(entry: dict[str, Any], files: dict[str, Any], facts: dict[str
         facts["special_tokens"] = [{"token": p.get("token"), "id": p.get("id")}
                                    for p in entry.get("special_pieces") or []
                                    if isinstance(p, dict) and p.get("type") in ("control", "unknown")]
+        # The remote reader ships at most MAX_LISTED_PIECES pieces; the type counts are of all of them.
+        counts = as_dict(entry.get("types"))
+        total = sum(n for kind, n in counts.items() if kind in ("control", "unknown") and isinstance(n, int))
+        facts["special_tokens_total"] = max(total, len(facts["special_tokens"]))
+        facts["special_tokens_truncated"] = facts["special_tokens_total"] > len(facts["special_tokens"])
 
 
 def _declared_specials(static: dict[str, Any], facts: dict[str, Any]) -> None:

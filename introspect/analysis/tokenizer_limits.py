@@ -30,6 +30,19 @@ def _probe_command(target: dict[str, Any], *extra: str) -> str:
     return " ".join(shlex.quote(w) for w in words)
 
 
+def preflight_command(target: dict[str, Any]) -> str:
+    """``introspect preflight --host H --model M --venv V``: the check of every id, on the same host."""
+    words = ["introspect", "preflight"]
+    if target.get("host") and target.get("scheme") not in (None, "local"):
+        words += ["--host", str(target["host"])]
+    words += ["--model", str(target.get("model_path") or "MODEL_DIR")]
+    if target.get("venv"):
+        words += ["--venv", str(target["venv"])]
+    elif target.get("python"):
+        words += ["--python", str(target["python"])]
+    return " ".join(shlex.quote(w) for w in words)
+
+
 def load_limit_finding(error: dict[str, Any], who: str, target: dict[str, Any]) -> Finding:
     """The tokenizer load stopped by one of the probe's limits (error cause in LIMIT_CAUSES)."""
     cause, message = error.get("cause"), str(error.get("message") or "")

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from typing import Any, Dict, List, Optional, TypedDict
 
+from .sections_added import AddedTokenItem, AddedTokensCheck
+
 __all__ = [
     "ShortError",
     "TokenPair",
@@ -185,6 +187,7 @@ class SentencepieceFile(TypedDict, total=False):  # a ModelProto, read by facts.
     unk: Optional[TokenPair]
     special_pieces: List[Dict[str, Any]]  # {"id", "token", "type", "score"}: unknown, control, user-defined
     special_pieces_total: int
+    special_pieces_truncated: bool  # cut at facts.sentencepiece_model MAX_LISTED_PIECES
     lookup: Dict[str, int]  # the configs' named tokens found among the pieces
 
 
@@ -345,32 +348,16 @@ class EnvironmentFacts(TypedDict, total=False):
 # ---------------------------------------------------------------- loaded tokenizer
 
 
-class AddedTokenItem(TypedDict, total=False):
-    """One id the files name, checked against the loaded tokenizer."""
-
-    id: int
-    expected: str
-    id_to_token: Any  # the value, or {"error": "Type: message"}
-    token_to_id: Any
-    decoded: Any
-    encoded: Any  # preflight only: encode(token) must be [id]
-    ok: bool
-    source: str  # preflight only: the file that names the token
-
-
-class AddedTokensCheck(TypedDict, total=False):
-    sources: List[str]  # preflight only
-    checked: int
-    mismatches: int
-    items: List[AddedTokenItem]
-
-
-class TokenizerError(TypedDict):
+class _TokenizerErrorKeys(TypedDict):
     type: str
     message: str
     cause: str  # "missing-package" | "remote-code-refused" | "missing-files" | "incompatible-code" | "exception" | a limit's (remote/limits.py)
     missing_packages: List[str]
     traceback: List[str]
+
+
+class TokenizerError(_TokenizerErrorKeys, total=False):
+    message_chars: int  # the exception's whole message, in characters (``message`` is cut at 2,000)
 
 
 class LoadedChatTemplate(TypedDict, total=False):
@@ -387,13 +374,16 @@ TokenizerProbe = TypedDict("TokenizerProbe", {
     "tokenizers_version": Optional[str], "is_fast": Optional[bool], "vocab_size": Optional[int],
     "len": Optional[int], "bos": Optional[TokenPair], "eos": Optional[TokenPair], "pad": Optional[TokenPair],
     "unk": Optional[TokenPair], "mask": Optional[TokenPair], "special_tokens": List[Dict[str, Any]],
+    "special_tokens_total": int, "special_tokens_truncated": bool,  # the list's true length, and whether it was cut
     "added_tokens": Optional[int], "added_tokens_check": Optional[AddedTokensCheck],
     "chat_template": Optional[LoadedChatTemplate], "sample": Optional[Dict[str, Any]],
     "import_seconds": Optional[float], "load_seconds": Optional[float], "error": Optional[TokenizerError],
     "fact_errors": List[Dict[str, Any]],  # {"fact", "type", "message"}: a fact that raised after loading
     # Only when transformers failed and the layout's own library loaded it (facts.tokenizer_native_load):
-    "source": str,  # "mistral_common" | "sentencepiece" | "tiktoken"
+    "source": str,  # "tokenizers" | "mistral_common" | "sentencepiece" | "tiktoken"
     "transformers_error": Optional[TokenizerError],
+    "read": List[str],  # the files the native load read (the vocabulary file, the code its specials came from)
+    "partial": List[str],  # the fields it could not know ([] or ["vocab_size", "len", "special_tokens"])
 }, total=False)
 """Section ``tokenizer_probe``: the tokenizer loaded through transformers, in its own process."""
 

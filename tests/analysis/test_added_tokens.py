@@ -44,6 +44,8 @@ def test_tokenizer_section_uses_the_judge() -> None:
     probe = {"loaded": True, "class": "TikTokenTokenizer",
              "added_tokens_check": {"checked": 2, "mismatches": 1, "items": [GOOD, BAD]}}
     section, findings = analyze_tokenizer({}, probe, config=None, target={}, remote_code_allowed=True)
-    assert section["added_tokens_check"] == {"checked": 2, "mismatches": 1, "items": [BAD]}
+    assert section["added_tokens_check"] == {"checked": 2, "checked_total": 2, "checked_truncated": False,
+                                             "mismatches": 1, "items": [BAD], "items_total": 1,
+                                             "items_truncated": False}
     [mismatch] = [f for f in findings if f["code"] == "special-token-mismatch"]
     assert mismatch["ids"] == [163607] and "on 1 of 2 ids" in mismatch["message"]

@@ -95,8 +95,12 @@ def check_added_tokens(tok: Any, expected: Expected, *, encode: bool, max_checke
 
     ``mismatches_only``: items are the failing ones (the first ``max_items``), each with
     its ``source`` file, and ``sources`` lists the files read; else every item comes back.
+    Neither cap is silent: ``checked_total`` is how many ids the files name (``checked``
+    the first of them), ``items_total`` how many items the uncut list holds over the
+    checked ids; each with its ``_truncated`` flag.
     """
-    ids = sorted(expected)[:max_checked] if max_checked is not None else sorted(expected)
+    named = sorted(expected)
+    ids = named[:max_checked] if max_checked is not None else named
     items: List[AddedTokenItem] = []
     bad = 0
     for token_id in ids:
@@ -112,5 +116,7 @@ def check_added_tokens(tok: Any, expected: Expected, *, encode: bool, max_checke
     if mismatches_only:
         out["sources"] = sorted(set(source for _content, source in expected.values()))
     out["checked"], out["mismatches"] = len(ids), bad
+    out["checked_total"], out["checked_truncated"] = len(named), len(ids) < len(named)
     out["items"] = items[:max_items] if max_items is not None else items
+    out["items_total"], out["items_truncated"] = len(items), len(out["items"]) < len(items)
     return out

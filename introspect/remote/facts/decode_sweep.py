@@ -15,7 +15,8 @@ def decode_sweep(tok: Any, budget: float, max_items: int) -> Dict[str, Any]:
     """``decode([id])`` for every id below len(tokenizer), within a time budget.
 
     A completion may contain any id; one that makes decode raise breaks the job late.
-    ``{"total", "checked", "complete", "failures", "items": [{"id", "error"}], "seconds"}``
+    ``{"total", "checked", "complete", "failures", "items": [{"id", "error"}], "items_total",
+    "items_truncated", "seconds"}``: the first ``max_items`` failures, with their count.
     """
     total = len(tok)
     started = time.monotonic()
@@ -30,4 +31,5 @@ def decode_sweep(tok: Any, budget: float, max_items: int) -> Dict[str, Any]:
             failures.append({"id": token_id, "error": "%s: %s" % (type(exc).__name__, str(exc)[:200])})
         checked += 1
     return {"total": total, "checked": checked, "complete": checked == total, "failures": len(failures),
-            "items": failures[:max_items], "seconds": round(time.monotonic() - started, 3)}
+            "items": failures[:max_items], "items_total": len(failures), "items_truncated": len(failures) > max_items,
+            "seconds": round(time.monotonic() - started, 3)}

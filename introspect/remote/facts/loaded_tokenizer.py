@@ -40,6 +40,15 @@ def named_token(tok: Any, name: str) -> Optional[TokenPair]:
     return TokenPair(token=str(token), id=token_id if isinstance(token_id, int) else None)
 
 
+def with_total(facts: Dict[str, Any], key: str, items: List[Any], cap: Optional[int] = None) -> List[Any]:
+    """The first ``cap`` items (all of them without a cap), with ``facts[key + "_total"]`` their
+    true count and ``facts[key + "_truncated"]`` whether they were cut: the one shape every
+    capped list of the raw facts and the profile has (docs/raw-facts.md, "Capped lists")."""
+    kept = items if cap is None else items[:cap]
+    facts[key + "_total"], facts[key + "_truncated"] = len(items), len(kept) < len(items)
+    return kept
+
+
 def added_tokens(tokenizer: Any, special_only: bool) -> List[Dict[str, Any]]:
     """``[('token', 'id')]`` of the added tokens (only the special ones with ``special_only``), by id."""
     decoder = getattr(tokenizer, "added_tokens_decoder", None) or {}

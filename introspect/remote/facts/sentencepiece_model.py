@@ -183,6 +183,10 @@ def summarize_model(model: Dict[str, Any], wanted: Iterable[str] = ()) -> Dict[s
     unk = next((i for i, p in enumerate(pieces) if p[2] == "unknown"), None)
     listed = [{"id": i, "token": p, "type": k, "score": s}
               for i, (p, s, k) in enumerate(pieces) if k in ("unknown", "control", "user_defined")]
+    # The fallback's specials are the control and unknown pieces: the cap cuts user-defined
+    # pieces before any of them (a stable sort keeps ids in order within each kind).
+    kept = sorted(sorted(listed, key=lambda p: p["type"] == "user_defined")[:MAX_LISTED_PIECES],
+                  key=lambda p: p["id"])
     return {
         "model_type": MODEL_TYPES.get(trainer["model_type"], str(trainer["model_type"])),
         "pieces": len(pieces),
@@ -194,8 +198,9 @@ def summarize_model(model: Dict[str, Any], wanted: Iterable[str] = ()) -> Dict[s
         "eos": _named(pieces, index, trainer["eos_piece"], "control", unk),
         "pad": _named(pieces, index, trainer["pad_piece"], "control", unk),
         "unk": _named(pieces, index, trainer["unk_piece"], "unknown", unk),
-        "special_pieces": listed[:MAX_LISTED_PIECES],
+        "special_pieces": kept,
         "special_pieces_total": len(listed),
+        "special_pieces_truncated": len(kept) < len(listed),
         "lookup": {t: index[t] for t in wanted if t in index},
     }
 

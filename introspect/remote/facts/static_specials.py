@@ -11,6 +11,8 @@ Runs on the host: standard library only, Python 3.8+. The shapes real classes us
   llama_models/llama3/tokenizer.py);
 * a list literal of named specials whose ids follow the base vocabulary in order (Meta);
 * dict literals of specials, ``{"<|endoftext|>": 100257, ...}``, values resolved to ints;
+* (id, token) pairs, ``SPECIAL_TOKENS = tuple(enumerate((ENDOFTEXT, ...) + EXTRAS, start=K))``
+  (Qwen's ``tokenization_qwen.py``; the constructions are :mod:`static_sequences`');
 * named ids: ``self.bos_id = self.special_tokens["<|begin_of_text|>"]``.
 """
 
@@ -20,15 +22,21 @@ import ast
 from typing import Any, Dict, List, Optional, Tuple
 
 from ..contract import ErrorRecord
+from . import static_sequences
 from .static_code import UNRESOLVED, Module, Scanner, source_of
 
 RESERVED = "num_reserved_special_tokens"
 MAX_DICT_ENTRIES = 10000
 
 
-def scan_specials(root: str, rel: str, class_name: Optional[str],
-                  cap: int) -> Tuple[Dict[str, Any], List[ErrorRecord]]:
-    """(facts, errors) for the class ``class_name`` of module file ``rel`` under ``root``."""
+def scan_specials(root: str, rel: str, class_name: Optional[str], cap: int,
+                  with_unresolved: bool = False) -> Tuple[Dict[str, Any], List[ErrorRecord]]:
+    """(facts, errors) for the class ``class_name`` of module file ``rel`` under ``root``.
+
+    ``with_unresolved``: also ``facts["unresolved"]``, the ``file:line`` of each assignment
+    to a ``*special*`` name that builds a collection no reader here resolves (a list
+    comprehension over a language table, a loop): specials the code has and this cannot know.
+    """
     scanner = Scanner(root, cap)
     module, cls = scanner.find_class(rel, class_name)
     facts = {
@@ -50,6 +58,8 @@ def scan_specials(root: str, rel: str, class_name: Optional[str],
         facts["special_token_ids"] = _dict_literals(scanner, module, scope)
         facts["named_ids"] = _named_ids(scope)
         facts["vocab_files"] = _vocab_files(scanner, module, cls)
+    if with_unresolved:
+        facts["unresolved"] = unresolved(scanner, module) if module is not None else []
     facts["files_read"] = sorted(rel for rel, m in scanner.modules.items() if m is not None)
     return facts, scanner.errors
 
@@ -212,13 +222,54 @@ def _dict_literals(scanner: Scanner, module: Module, scope: List[Any]) -> Dict[s
             targets = assign.targets if isinstance(assign, ast.Assign) else (
                 [assign.target] if isinstance(assign, ast.AnnAssign) else [])
             value = getattr(assign, "value", None)
-            if not isinstance(value, ast.Dict) or not any("special" in _target_name(t).lower() for t in targets):
+            if value is None or not any("special" in _target_name(t).lower() for t in targets):
+                continue
+            if not isinstance(value, ast.Dict):
+                _add_pairs(out, static_sequences.evaluate(scanner, value, owner_module, owner))
                 continue
             for key, item in zip(value.keys[:MAX_DICT_ENTRIES], value.values[:MAX_DICT_ENTRIES]):
                 token = scanner.evaluate(key, owner_module, owner) if key is not None else UNRESOLVED
                 token_id = scanner.evaluate(item, owner_module, owner)
                 if isinstance(token, str) and isinstance(token_id, int):
                     out.setdefault(token, token_id)
+    return out
+
+
+def _add_pairs(out: Dict[str, int], value: Any) -> None:
+    """(id, token) or (token, id) pairs, every one of them, into ``out``; anything else adds nothing."""
+    if not isinstance(value, list) or not value or len(value) > MAX_DICT_ENTRIES:
+        return
+    pairs = []
+    for item in value:
+        if not (isinstance(item, list) and len(item) == 2):
+            return
+        token, token_id = (item[1], item[0]) if isinstance(item[0], int) else (item[0], item[1])
+        if not isinstance(token, str) or not isinstance(token_id, int) or isinstance(token_id, bool):
+            return
+        pairs.append((token, token_id))
+    for token, token_id in pairs:
+        out.setdefault(token, token_id)
+
+
+_COLLECTIONS = (ast.List, ast.Tuple, ast.Set, ast.Dict, ast.ListComp, ast.SetComp, ast.DictComp, ast.GeneratorExp,
+                ast.Call, ast.BinOp)
+
+
+def unresolved(scanner: Scanner, module: Module) -> List[str]:
+    """``file:line`` of each non-empty collection bound to a ``*special*`` name that stays unresolved."""
+    out = []  # type: List[str]
+    for assign in ast.walk(module.tree):
+        targets = assign.targets if isinstance(assign, ast.Assign) else (
+            [assign.target] if isinstance(assign, ast.AnnAssign) else [])
+        value = getattr(assign, "value", None)
+        if not isinstance(value, _COLLECTIONS) or not any("special" in _target_name(t).lower() for t in targets):
+            continue
+        if isinstance(value, (ast.List, ast.Tuple, ast.Set)) and not value.elts:
+            continue  # an empty initial value, filled in later
+        if isinstance(value, ast.Dict) and not value.keys:
+            continue
+        if static_sequences.evaluate(scanner, value, module, None) is UNRESOLVED:
+            out.append("%s:%d" % (module.rel, getattr(assign, "lineno", 0)))
     return out
 
 

@@ -38,11 +38,13 @@ def classify_error(exc: BaseException) -> TokenizerError:
         limit = (exc.cause, str(exc)) if isinstance(exc, LimitExceeded) else \
             ("memory-limit", memory_message("the tokenizer probe"))
         return {"type": limit[0], "message": limit[1], "cause": limit[0], "missing_packages": [], "traceback": []}
-    message = short(str(exc))
+    full = str(exc)
+    message = short(full)
     missing = missing_packages(exc)
     return {
         "type": type(exc).__name__,
         "message": message,
+        "message_chars": len(full),
         "cause": _cause(exc, message, missing),
         "missing_packages": missing,
         "traceback": _traceback_tail(exc),

@@ -18,19 +18,24 @@ Result::
       "transformers_version": "5.24.0" | null, "tokenizers_version": str | null,
       "is_fast": bool | null, "vocab_size": int | null, "len": int | null,
       "bos" / "eos" / "pad" / "unk" / "mask": {"token": str, "id": int | null} | null,
-      "special_tokens": [{"token", "id"}],          # added tokens with special=True, by id
+      "special_tokens": [{"token", "id"}],          # added tokens with special=True, by id (every one:
+      "special_tokens_total": int,                  # no cap on this path), their count, and
+      "special_tokens_truncated": false,            # whether the list was cut (the native path cuts)
       "added_tokens": int | null,                   # all added tokens (special or not)
       "added_tokens_check": null | {                # tokenizer_config's added_tokens_decoder
-          "checked": int, "mismatches": int,         # against the loaded tokenizer
-          "items": [{"id", "expected", "id_to_token", "token_to_id", "decoded", "ok"}]},
+          "checked": int, "mismatches": int,         # against the loaded tokenizer: the first
+          "checked_total": int, "checked_truncated": bool,  # MAX_CHECKED_IDS of checked_total ids
+          "items": [{"id", "expected", "id_to_token", "token_to_id", "decoded", "ok"}],
+          "items_total": int, "items_truncated": bool},
       "chat_template": null | {"text", "sha256", "source", "names"},
       "sample": null | {"text": str | null, "error": null | <error>},
       "import_seconds": float | null, "load_seconds": float | null,
       "error": null | <error>,
       "fact_errors": [{"fact", "type", "message"}],  # a fact that raised after loading
       # Only when transformers failed and the layout's own library loaded it
-      # (facts.tokenizer_native_load): "source": "mistral_common" | "sentencepiece" | "tiktoken",
-      # "transformers_error": <error>.
+      # (facts.tokenizer_native_load): "source": "tokenizers" | "mistral_common" | "sentencepiece" |
+      # "tiktoken", "transformers_error": <error>, "read": [file names], "partial": [fields it
+      # could not know, e.g. "len" where the code's specials could not be read].
     }
     <error> = {"type": exception class, "message": str, "cause": "missing-package" |
                "remote-code-refused" | "missing-files" | "incompatible-code" | "too-large" |
@@ -47,13 +52,15 @@ from typing import Any, Callable, Dict, Optional, Tuple, cast
 
 from ..contract import DEFAULT_JSON_CAP, TokenizerProbe
 from ..facts import added_tokens, load_guard
-from ..facts.loaded_tokenizer import SPECIAL_ATTRIBUTES, chat_template, named_token, sample
+from ..facts.loaded_tokenizer import SPECIAL_ATTRIBUTES, chat_template, named_token, sample, with_total
 from ..facts.loaded_tokenizer import added_tokens as added_list
 from ..facts.tokenizer_load import classify_error, short
 from ..facts.tokenizer_native_load import fall_back_to_native
 from ..facts.tokenizer_size_guard import too_large_error
 from ..readers import json_safe
 
+# Ids of added_tokens_decoder checked both ways and decoded (three calls each, every item shipped):
+# real configs name a few hundred; the cut is reported (checked_total, checked_truncated).
 MAX_CHECKED_IDS = 5000
 # The profile's check reads added_tokens_decoder only, and reports every id it checked.
 ADDED_TOKEN_SOURCES = (added_tokens.TOKENIZER_CONFIG,)
@@ -172,7 +179,7 @@ def _describe(tokenizer: Any, path: str, cap: int, result: TokenizerProbe) -> No
     fact("len", lambda: len(tokenizer))
     for name in SPECIAL_ATTRIBUTES:
         fact(name, functools.partial(named_token, tokenizer, name))
-    fact("special_tokens", lambda: added_list(tokenizer, special_only=True))
+    fact("special_tokens", lambda: with_total(facts, "special_tokens", added_list(tokenizer, special_only=True)))
     fact("added_tokens", lambda: len(added_list(tokenizer, special_only=False)))
     fact("added_tokens_check", lambda: _check_added_tokens(tokenizer, path, cap))
     fact("chat_template", lambda: chat_template(tokenizer, path, cap))
