@@ -25,6 +25,7 @@ from introspect.remote.contract import distribution_for
 
 GIB = 2**30
 DEFAULT_IMPORT_TIMEOUT = 60.0  # seconds for each listed import, inside the health probe
+MESSAGE_SHOWN = 400  # characters of a tokenizer error in the check's message
 
 
 def probe_request(venv: VenvEntry, *, import_timeout: float = DEFAULT_IMPORT_TIMEOUT, nvidia_smi: bool = True) -> dict[str, Any]:
@@ -118,30 +119,81 @@ def check_import(venv: VenvEntry, module: str, facts: Mapping[str, Any]) -> Chec
 
 
 def check_tokenizer(venv: VenvEntry, model: str, result: Mapping[str, Any] | None) -> CheckResult:
+    """Does ``AutoTokenizer.from_pretrained(model)`` load in this venv, as the pipeline calls it?
+
+    A load by the layout's own library (tiktoken, sentencepiece, mistral-common: the tokenizer
+    task's fallback, ``source``) is context in the message, never a pass: the pipeline calls
+    AutoTokenizer, and ``preflight`` judges the same.
+    """
+    # Imported here: `health` loads the analysis package only once a reply is there.
+    from introspect.analysis.tokenizer_autotokenizer import autotokenizer_error, autotokenizer_loaded
+
     check = f"tokenizer:{model}"
     if not isinstance(result, Mapping):
         return CheckResult(check, "fail", f"{model}: no tokenizer result (the tokenizer probe did not run)",
                            None, {})
-    if result.get("loaded"):
-        return CheckResult(check, "pass", f"tokenizer of {model} loads in {venv.path}", None, dict(result))
+    if autotokenizer_loaded(result):
+        cls = result.get("class")
+        return CheckResult(check, "pass", f"AutoTokenizer loads the tokenizer of {model} in {venv.path}"
+                           + (f" ({cls})" if cls else ""), None, dict(result))
     # The error shape of introspect/remote/facts/tokenizer_load.py: {type, message, cause,
-    # missing_packages}; "cause" classifies it (missing-package, remote-code-refused, ...).
-    error = result.get("error") or {}
-    kind, text, cause = error.get("type", "error"), error.get("message", ""), error.get("cause")
+    # missing_packages}. After a native load the task moved transformers' error to
+    # "transformers_error" (introspect/remote/facts/tokenizer_native_load.py).
+    native = result.get("source") if result.get("loaded") else None
+    error = autotokenizer_error(result)
+    kind, text, cause = error.get("type", "error"), _one_line(error.get("message")), error.get("cause")
     missing = [str(p) for p in error.get("missing_packages") or []]
+    detail = f"{kind}: {text}".rstrip(": ") + "".join(
+        [f" (cause: {cause})" if cause else "", f" (missing packages: {', '.join(missing)})" if missing else ""])
+    lead = (f"{native} loads the files of {model}, but AutoTokenizer fails" if isinstance(native, str)
+            else f"AutoTokenizer fails on the tokenizer of {model}")
+    evidence: dict[str, Any] = {"autotokenizer_loaded": False, "error": dict(error), "missing_packages": missing}
+    if isinstance(native, str):
+        evidence["native"] = {"loaded_by": native, **{k: result.get(k) for k in ("class", "len", "vocab_size")}}
+    return CheckResult(check, "fail", f"{lead} in {venv.path}: {detail}",
+                       _tokenizer_fix(venv, model, error, result), evidence)
+
+
+def _one_line(message: Any) -> str:
+    # A finding is one line of the report; the whole message stays in the evidence's "error".
+    text = " ".join(str(message or "").split())
+    if len(text) <= MESSAGE_SHOWN:
+        return text
+    return f"{text[:MESSAGE_SHOWN]}... (+{len(text) - MESSAGE_SHOWN} more characters in the evidence)"
+
+
+def _tokenizer_fix(venv: VenvEntry, model: str, error: Mapping[str, Any], result: Mapping[str, Any]) -> str:
+    """A command to paste on the host; what it cannot say itself follows as a ``# comment``."""
+    kind, cause = error.get("type"), error.get("cause")
+    missing = [str(p) for p in error.get("missing_packages") or []]
+    where = shlex.quote(model)
     if missing:
-        fix = install_command(venv, *missing)
-    elif kind == "timeout" or cause == "timeout":
-        fix = "raise `probe_timeout` in hosts.yaml if loading is just slow, else look for a hang on the host"
-    elif cause == "remote-code-refused":
-        fix = ("the tokenizer needs trust_remote_code: review the model's custom code files, then set "
-               "`remote_code: true` for this venv in hosts.yaml")
-    elif cause == "missing-files":
-        fix = f"the model directory {model} is incomplete on the host: re-download or re-sync it"
-    else:
-        fix = f"inspect the model directory on the host ({model}) and the error above"
-    return CheckResult(check, "fail", f"tokenizer of {model} does not load: {kind}: {text}".rstrip(": "), fix,
-                       {"error": dict(error), "missing_packages": missing})
+        return install_command(venv, *missing)
+    if kind == "timeout" or cause in ("timeout", "time-limit"):
+        return (f"{_load_command(venv, model)}  # if it loads, just slowly: raise probe_timeout in hosts.yaml "
+                "(or health --timeout SECONDS); if it never returns, it hangs on the host")
+    if cause == "remote-code-refused":
+        return (f"ls {where}/*.py  # the tokenizer is the model's own code: review it, then set "
+                "remote_code: true for this venv in hosts.yaml")
+    if cause == "missing-files":
+        return (f"ls -la {where}  # AutoTokenizer finds no tokenizer files it can read here: copy "
+                "tokenizer_config.json and the vocabulary files of the model's repository next to config.json")
+    if cause == "incompatible-code":
+        major = str(result.get("transformers_version") or "").split(".")[0]
+        if major.isdigit():
+            return (install_command(venv, f"transformers<{major}") + f"  # the model's tokenizer code does not "
+                    f"fit transformers {major}: pin the previous major, or update that code from the model's repository")
+    if cause == "link-outside":  # the message names each link; its target is never read
+        return (f"ls -l {where}  # replace each link named above with the model's own file: links out of "
+                "the model directory are never followed")
+    return f"{_load_command(venv, model)}  # the full traceback, on the host"
+
+
+def _load_command(venv: VenvEntry, model: str) -> str:
+    """The pipeline's own call, offline, in the venv's interpreter."""
+    code = ("from transformers import AutoTokenizer; "
+            f"print(AutoTokenizer.from_pretrained({model!r}, trust_remote_code={venv.remote_code}))")
+    return f"HF_HUB_OFFLINE=1 {python_of(venv)} -c {shlex.quote(code)}"
 
 
 # --------------------------------------------------------------------------- disk

@@ -1,10 +1,10 @@
 """Run history of `introspect health` in SQLite, and drift between runs.
 
 Each run stores its check results and, per host and venv, a *snapshot*: was the host
-reachable, which packages at which versions, which tokenizers loaded. The next run
-compares its snapshot with the previous one (:func:`drift`) and reports what changed
-as findings: a package silently removed or downgraded, a host newly down, a
-tokenizer newly failing.
+reachable, which packages at which versions, which tokenizers AutoTokenizer loaded. The
+next run compares its snapshot with the previous one (:func:`drift`, in
+:mod:`.history_drift`) and reports what changed as findings: a package silently removed
+or downgraded, a host newly down, a tokenizer that stopped loading or loads again.
 
 Standard-library ``sqlite3``: one file, no server, safe for a cron job and a manual
 run overlapping (WAL journal, busy timeout, one transaction per run).
@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import json
 import os
-import shlex
 import sqlite3
 import time
 from collections.abc import Iterable, Mapping, Sequence
@@ -23,9 +22,9 @@ from pathlib import Path
 from typing import Any
 
 from introspect.checks.history_db import NewerSchema, connect_read_only, create_private, quick_check
+from introspect.checks.history_drift import drift, tokenizer_verdicts
 from introspect.checks.packages import canonical_name
-from introspect.checks.result import CheckResult, Status
-from introspect.inventory import venv_pip
+from introspect.checks.result import CheckResult
 from introspect.redact import scrub_document, scrub_fields
 
 SCHEMA_VERSION = 1
@@ -66,7 +65,9 @@ class Snapshot:
     venv: str
     reachable: bool
     packages: dict[str, str] | None = None  # normalized name -> version; None: unknown
-    tokenizer_ok: dict[str, bool] | None = None  # model dir -> loaded
+    # model dir -> AutoTokenizer loaded it (a native-library fallback load is False); the
+    # column is the same as before, so databases of earlier runs are read as they are.
+    tokenizer_ok: dict[str, bool] | None = None
     run_id: int | None = None
 
 
@@ -108,7 +109,7 @@ def snapshot_from(
         }
     tokenizer_ok = None
     if reach_error is None and tokenizer_results is not None:
-        tokenizer_ok = {model: bool(r.get("loaded")) for model, r in tokenizer_results.items()}
+        tokenizer_ok = tokenizer_verdicts(tokenizer_results)
     return Snapshot(host, venv, reach_error is None, packages, tokenizer_ok)
 
 
@@ -299,89 +300,6 @@ def _with_fix(r: CheckResult) -> dict[str, Any]:
 
 def _loads(text: str | None) -> Any:
     return None if text is None else json.loads(text)
-
-
-# -------------------------------------------------------------------------- drift
-
-
-def _compare(old: str, new: str) -> int | None:
-    from packaging.version import InvalidVersion, Version
-
-    try:
-        a, b = Version(old), Version(new)
-    except InvalidVersion:
-        return None
-    return (a > b) - (a < b)
-
-
-def _pin(venv: str, items: list[dict[str, Any]]) -> str | None:
-    # Restoring the previous version is the exact undo; whether to do it is the user's call.
-    pins = [shlex.quote(f"{i['name']}=={i['previous']}") for i in items if i.get("previous")]
-    if not venv or not pins:
-        return None
-    return f"{shlex.quote(venv_pip(venv))} install {' '.join(pins)}"
-
-
-def drift(previous: Snapshot | None, current: Snapshot) -> list[CheckResult]:
-    """What changed since ``previous`` for the same host and venv; nothing on a first run.
-
-    Drift findings are ``warn`` (a loss: removed, downgraded, down, tokenizer failing)
-    or ``info`` (added, upgraded, recovered). They never fail a run by themselves: the
-    underlying checks (package:, reachable, tokenizer:) already do when it matters.
-    """
-    if previous is None:
-        return []
-    out: list[CheckResult] = []
-    since = {"previous_run": previous.run_id}
-    if previous.reachable and not current.reachable:
-        out.append(CheckResult("drift:host-unreachable", "warn",
-                               f"{current.host} was reachable on the previous run and is not now", None, since))
-    elif not previous.reachable and current.reachable:
-        out.append(CheckResult("drift:host-recovered", "info",
-                               f"{current.host} is reachable again", None, since))
-
-    if previous.packages is not None and current.packages is not None:
-        old, new = previous.packages, current.packages
-        groups: dict[str, list[dict[str, Any]]] = {
-            "added": [], "removed": [], "upgraded": [], "downgraded": [], "changed": []}
-        for name in sorted(set(old) | set(new)):
-            a, b = old.get(name), new.get(name)
-            if a == b:
-                continue
-            item = {"name": name, "previous": a, "current": b}
-            if a is None:
-                groups["added"].append(item)
-            elif b is None:
-                groups["removed"].append(item)
-            else:
-                order = _compare(a, b)
-                if order == 0:  # '1.0' vs '1.0.0': equal versions spelled differently
-                    continue
-                # None: a version packaging cannot parse; say "changed" rather than guess.
-                groups[{1: "downgraded", -1: "upgraded", None: "changed"}[order]].append(item)
-        texts = {
-            "added": lambda i: f"{i['name']} {i['current']} added",
-            "removed": lambda i: f"{i['name']} {i['previous']} removed",
-            "upgraded": lambda i: f"{i['name']} {i['previous']} -> {i['current']}",
-            "downgraded": lambda i: f"{i['name']} {i['previous']} -> {i['current']}",
-            "changed": lambda i: f"{i['name']} {i['previous']} -> {i['current']}",
-        }
-        for kind in ("removed", "downgraded", "changed", "upgraded", "added"):
-            items = groups[kind]
-            if not items:
-                continue
-            status: Status = "warn" if kind in ("removed", "downgraded") else "info"
-            fix = _pin(current.venv, items) if status == "warn" else None
-            message = f"{len(items)} package(s) {kind} since the previous run: " + "; ".join(map(texts[kind], items))
-            out.append(CheckResult(f"drift:package-{kind}", status, message, fix, {**since, "packages": items}))
-
-    if previous.tokenizer_ok and current.tokenizer_ok:
-        newly = sorted(m for m, ok in current.tokenizer_ok.items() if not ok and previous.tokenizer_ok.get(m))
-        if newly:
-            out.append(CheckResult("drift:tokenizer-failing", "warn",
-                                   f"tokenizer newly failing since the previous run: {', '.join(newly)}",
-                                   None, {**since, "models": newly}))
-    return out
 
 
 __all__ = [

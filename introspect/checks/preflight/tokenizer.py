@@ -7,6 +7,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from introspect.analysis.added_tokens import AddedTokensVerdict, judge_added_tokens
+from introspect.analysis.list_caps import list_totals
 from introspect.checks.preflight.common import (
     SHOWN,
     Check,
@@ -68,14 +69,20 @@ def _added_summary(added: dict[str, Any]) -> dict[str, Any] | None:
     if not added:
         return None
     return {"sources": added.get("sources"), "checked": added.get("checked"),
-            "mismatches": added.get("mismatches"), "items": as_list(added.get("items"))[:SHOWN]}
+            "mismatches": added.get("mismatches"), **_shown(added)}
 
 
 def _sweep_summary(sweep: dict[str, Any]) -> dict[str, Any] | None:
     if not sweep:
         return None
-    return {k: sweep.get(k) for k in ("total", "checked", "complete", "failures", "seconds")} | {
-        "items": as_list(sweep.get("items"))[:SHOWN]}
+    return {k: sweep.get(k) for k in ("total", "checked", "complete", "failures", "seconds")} | _shown(sweep)
+
+
+def _shown(facts: dict[str, Any]) -> dict[str, Any]:
+    """The first SHOWN items as evidence, with the true count (the remote one, else the list's)."""
+    items = as_list(facts.get("items"))
+    total = list_totals(facts, "items")["items_total"]
+    return {"items": items[:SHOWN], "items_total": total, "items_truncated": total > min(len(items), SHOWN)}
 
 
 def _load_failure(tok: dict[str, Any], pip: str, model: Any = None) -> Check:
