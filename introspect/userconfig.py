@@ -11,9 +11,14 @@ The file is YAML at ``$INTROSPECT_CONFIG``, else ``user_config_dir("introspect")
 
     hosts: ~/fleet/hosts.yaml        # the default inventory (hosts.yaml format)
     inventory: ~/ansible/inventory   # or: an inventory file, read by the same loader
-    remote_code: false               # default trust_remote_code where no inventory says
+    transport: openssh               # the scheme of a bare host name (default ssh = paramiko)
+    known_hosts: ~/.ssh/fleet_known_hosts  # host keys (default: ssh_config's, ~/.ssh/known_hosts)
+    parallel: 16                     # hosts at once in fleet runs (an inventory's own wins)
+    venv: /opt/venvs/serve           # venv on the hosts where neither --venv nor the inventory says
+    remote_code: false               # or a policy per model / host pattern (userconfig_policy)
 
-Relative paths are relative to the config file's directory.
+Relative paths (hosts, inventory, known_hosts) are relative to the config file's directory.
+``introspect init`` writes a starter file; ``introspect env`` shows where each setting came from.
 """
 
 from __future__ import annotations
@@ -22,18 +27,28 @@ import contextlib
 import errno
 import functools
 import os
+import shlex
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from introspect.errors import UsageError
+from introspect.userconfig_policy import (
+    ConfigProblem,
+    RemoteCodePolicy,
+    parse_parallel,
+    parse_remote_code,
+    parse_transport,
+    parse_venv,
+)
 
 if TYPE_CHECKING:  # no yaml import for a local probe
     from introspect.inventory import HostEntry, Inventory
+    from introspect.transport.base import Target
 
 CONFIG_ENV = "INTROSPECT_CONFIG"
 HOSTS_ENV = "INTROSPECT_HOSTS"
-CONFIG_KEYS = ("hosts", "inventory", "remote_code")
+CONFIG_KEYS = ("hosts", "inventory", "transport", "known_hosts", "parallel", "venv", "remote_code")
 MAX_CONFIG_BYTES = 64 * 1024
 
 
@@ -56,7 +71,16 @@ class UserConfig:
     exists: bool = False
     hosts: str | None = None
     inventory: str | None = None
-    remote_code: bool | None = None
+    transport: str | None = None
+    known_hosts: str | None = None
+    parallel: int | None = None
+    venv: str | None = None
+    policy: RemoteCodePolicy = RemoteCodePolicy()
+
+    @property
+    def remote_code(self) -> bool | None:
+        """The config's default for running the model's own code (None: it says nothing)."""
+        return self.policy.default
 
 
 def config_path() -> Path:
@@ -145,15 +169,20 @@ def _parse(path: Path, text: str) -> UserConfig:
     if data is None:
         return UserConfig(path, exists=True)
     if not isinstance(data, dict):
-        raise _bad(path, "must be a mapping of settings (hosts:, inventory:, remote_code:)")
+        raise _bad(path, f"must be a mapping of settings ({', '.join(f'{k}:' for k in CONFIG_KEYS)})")
     unknown = sorted(str(k) for k in data if k not in CONFIG_KEYS)
     if unknown:
-        raise _bad(path, f"unknown key(s) {', '.join(unknown)} (known: {', '.join(CONFIG_KEYS)})")
-    remote_code = data.get("remote_code")
-    if remote_code is not None and not isinstance(remote_code, bool):
-        raise _bad(path, f"remote_code must be true or false, not {remote_code!r}")
-    return UserConfig(path, exists=True, hosts=_path_value(path, data, "hosts"),
-                      inventory=_path_value(path, data, "inventory"), remote_code=remote_code)
+        raise _bad(path, f"unknown key(s) {', '.join(unknown)} (known: {', '.join(CONFIG_KEYS)})",
+                   key=unknown[0])
+    try:
+        return UserConfig(path, exists=True, hosts=_path_value(path, data, "hosts"),
+                          inventory=_path_value(path, data, "inventory"),
+                          known_hosts=_path_value(path, data, "known_hosts"),
+                          transport=parse_transport(data.get("transport")),
+                          parallel=parse_parallel(data.get("parallel")), venv=parse_venv(data.get("venv")),
+                          policy=parse_remote_code(data.get("remote_code")))
+    except ConfigProblem as exc:
+        raise _bad(path, exc.problem, key=exc.key) from None
 
 
 def _path_value(config: Path, data: dict[str, Any], key: str) -> str | None:
@@ -161,14 +190,18 @@ def _path_value(config: Path, data: dict[str, Any], key: str) -> str | None:
     if value is None:
         return None
     if not isinstance(value, str) or not value.strip():
-        raise _bad(config, f"{key} must be a file path, not {value!r}")
+        raise ConfigProblem(key, f"must be a file path, not {value!r}")
     target = Path(value).expanduser()
     return str(target if target.is_absolute() else config.parent / target)
 
 
-def _bad(path: Path, problem: str) -> UsageError:
-    return UsageError(f"config file {path} {problem}",
-                      hint=f"fix or remove {path} (or point ${CONFIG_ENV} at another file)")
+def _bad(path: Path, problem: str, key: str | None = None) -> UsageError:
+    """``config file PATH: KEY: problem``, and an editor command on that file as the fix (with
+    ``introspect init --print`` to see every key written out with its comment)."""
+    where = f"{path}: {key}:" if key else f"{path}"
+    return UsageError(f"config file {where} {problem}",
+                      hint=f"${{EDITOR:-vi}} {shlex.quote(str(path))}  # fix {key or 'the file'}; "
+                           "`introspect init --print` shows every key")
 
 
 def choose_inventory(flag: str | None, flag_name: str = "--hosts") -> Chosen | None:
@@ -187,18 +220,76 @@ def choose_inventory(flag: str | None, flag_name: str = "--hosts") -> Chosen | N
     return None
 
 
-def choose_remote_code(no_remote_code: bool, inventory: Chosen | None = None) -> Chosen:
+def choose_remote_code(no_remote_code: bool, inventory: Chosen | None = None, *,
+                       hosts: tuple[str | None, ...] = (), model: str | None = None) -> Chosen:
     """Whether the model's own code may run (trust_remote_code), and who said so:
-    ``--no-remote-code`` > the inventory's entry > the user config's ``remote_code:`` >
-    the built-in default (allowed, as transformers needs it for custom tokenizers)."""
+    ``--no-remote-code`` > the inventory's entry > the user config's ``remote_code``
+    pattern for ``model``, then for any of ``hosts`` (names, addresses), then its default >
+    the built-in default (allowed, as transformers needs it for custom tokenizers).
+    The order and the rule among patterns: :mod:`introspect.userconfig_policy`."""
     if no_remote_code:
         return Chosen(False, "flag", "--no-remote-code")
     if inventory is not None:
         return inventory
     config = user_config()
-    if config.remote_code is not None:
-        return Chosen(config.remote_code, "config", f"{config.path}: remote_code")
+    matched = config.policy.match([name for name in hosts if name], model)
+    if matched is not None:
+        return Chosen(matched[0], "config", f"{config.path}: {matched[1]}")
+    if config.policy.default is not None:
+        return Chosen(config.policy.default, "config", f"{config.path}: {config.policy.default_key}")
     return Chosen(True, "default", "built-in default (pass --no-remote-code to refuse)")
+
+
+def choose_config(key: str, flag: Any = None, flag_name: str = "", default: Any = None) -> Chosen:
+    """``transport``, ``known_hosts``, ``parallel`` or ``venv`` of a run: the flag, else the
+    user config's key, else ``default`` (an inventory's own value is applied by its reader
+    before this is asked: see :func:`config_parallel`)."""
+    if flag not in (None, "", ()):
+        return Chosen(flag, "flag", flag_name)
+    config = user_config()
+    value = getattr(config, key)
+    if value is not None:
+        return Chosen(value, "config", f"{config.path}: {key}")
+    return Chosen(default, "default", "built-in default")
+
+
+def config_settings() -> dict[str, Chosen]:
+    """Each setting a run would take from the user config or the built-in defaults, and where
+    from (``introspect env``): flags and the inventory can still override each, per run."""
+    config = user_config()
+    chosen = {"inventory": choose_inventory(None) or Chosen(None, "default", "none: pass --hosts FILE"),
+              "transport": choose_config("transport", default="ssh"),
+              "known_hosts": choose_config("known_hosts", default="ssh_config's, else ~/.ssh/known_hosts"),
+              "parallel": choose_config("parallel", default=8),
+              "venv": choose_config("venv", default="the inventory's first venv, else python3"),
+              "remote_code": choose_remote_code(False)}
+    for kind, patterns in (("models", config.policy.models), ("hosts", config.policy.hosts)):
+        for pattern, allowed in patterns:
+            key = f'remote_code.{kind}["{pattern}"]'
+            chosen[key] = Chosen(allowed, "config", f"{config.path}: {key}")
+    return chosen
+
+
+def config_venv(target: Target) -> str | None:
+    """The user config's ``venv:`` for a remote target (where neither ``--venv``, ``--python``
+    nor the inventory named one); never for a local run, whose own interpreter is the default."""
+    return None if target.scheme == "local" else user_config().venv
+
+
+def target_names(target: Target, entry: HostEntry | None) -> tuple[str | None, ...]:
+    """What a ``remote_code.hosts`` pattern is matched against: the inventory name and address,
+    and the host the transport was given (``--host``)."""
+    return (entry.name if entry else None, entry.address if entry else None, target.host)
+
+
+def config_parallel(inventory: Inventory) -> Inventory:
+    """``inventory`` with the user config's ``parallel`` where the inventory sets none."""
+    config = user_config()
+    if config.parallel is None or inventory.defaults.parallel_set:
+        return inventory
+    from dataclasses import replace
+
+    return replace(inventory, defaults=replace(inventory.defaults, parallel=config.parallel))
 
 
 def inventory_remote_code(inventory: Inventory | None, entry: HostEntry | None, venv: str | None) -> Chosen | None:

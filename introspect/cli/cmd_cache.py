@@ -8,12 +8,13 @@ import shlex
 
 import click
 
+from introspect.cli import help_examples
 from introspect.cli.outcome import Finished, Notice
 from introspect.client.cache import CACHE_MAX_ENV, ProbeCache
 from introspect.errors import IntrospectError
 
 
-@click.group("cache")
+@click.group("cache", epilog=help_examples.CACHE)
 def cache() -> None:
     """The local cache of probe results: where it is, how big, and emptying it."""
 
@@ -27,7 +28,7 @@ def _not_a_directory(store: ProbeCache) -> tuple[Notice, ...]:
     return ()
 
 
-@cache.command("info")
+@cache.command("info", epilog=help_examples.CACHE_INFO)
 @click.option("--json", "as_json", is_flag=True, help="Print as JSON on stdout.")
 def info(as_json: bool) -> Finished:
     """Where the cache is, how many entries, how many bytes, and its cap."""
@@ -39,16 +40,18 @@ def info(as_json: bool) -> Finished:
                                "partial_files": facts.partial_files}, indent=2))
         return Finished(0, _not_a_directory(store))
     from introspect.cli.render import human_bytes
+    from introspect.cli.render_term import fold_lines  # at word boundaries, to the terminal
 
-    click.echo(f"cache: {facts.path}")
-    click.echo(f"entries: {facts.entries} ({human_bytes(facts.bytes)} of at most {human_bytes(facts.max_bytes)}; "
-               f"set {CACHE_MAX_ENV} to change the cap)")
+    click.echo("\n".join(fold_lines(f"cache: {facts.path}")))
+    click.echo("\n".join(fold_lines(f"entries: {facts.entries} ({human_bytes(facts.bytes)} of at most "
+                                    f"{human_bytes(facts.max_bytes)}; set {CACHE_MAX_ENV} to change the cap)")))
     if facts.partial_files:
-        click.echo(f"partial files of interrupted writes: {facts.partial_files} (removed once their writer is gone)")
+        click.echo("\n".join(fold_lines(f"partial files of interrupted writes: {facts.partial_files} "
+                                        "(removed once their writer is gone)")))
     return Finished(0, _not_a_directory(store))
 
 
-@cache.command("clear")
+@cache.command("clear", epilog=help_examples.CACHE_CLEAR)
 def clear() -> Finished:
     """Remove every cached probe result (the next probe of each model runs in full)."""
     store = ProbeCache()

@@ -23,7 +23,7 @@ def _complete_shell(ctx: click.Context, param: click.Parameter, incomplete: str)
 
 
 @click.command(name="completion", epilog="""\b
-EXAMPLES
+Examples:
   eval "$(introspect completion bash)"                               # in ~/.bashrc
   introspect completion zsh > "${fpath[1]}/_introspect"               # then restart zsh
   introspect completion fish > ~/.config/fish/completions/introspect.fish""")
@@ -31,7 +31,7 @@ EXAMPLES
 def completion(shell: str) -> None:
     """Print the shell completion script for bash, zsh or fish.
 
-    Load it from the shell's startup file (see EXAMPLES); commands and options then complete
+    Load it from the shell's startup file (see Examples); commands and options then complete
     with TAB.
     """
     # Checked here rather than by click.Choice: click's own message would end in a prose

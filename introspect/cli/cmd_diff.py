@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from introspect.analysis.diff import GROUPS, diff_profiles
+from introspect.cli import help_examples
 from introspect.cli.connect import (
     ConnectionFlags,
     connection_options,
@@ -53,10 +54,16 @@ def show(value: Any) -> str:
     return text if len(text) <= MAX_VALUE else text[: MAX_VALUE - 3] + "..."
 
 
-def _echo(text: str = "", **style: Any) -> None:
+def _echo(text: str = "", *, fold: bool = True, **style: Any) -> None:
     """One plain line of the diff, its host-controlled text (model_type, tokens, template lines,
-    paths) with control characters escaped (see :mod:`introspect.cli.safe_text`)."""
-    click.secho(visible(text), **style)
+    paths) with control characters escaped (see :mod:`introspect.cli.safe_text`); folded at word
+    boundaries to the terminal, except a chat template's own lines (``fold=False``)."""
+    from introspect.cli.render_term import fold_lines
+
+    shown = visible(text)
+    lines = fold_lines(shown, hang=len(shown) - len(shown.lstrip()) + 4) if fold and shown.strip() else [shown]
+    for line in lines:
+        click.secho(line, **style)
 
 
 def _template_lines(template: dict[str, Any]) -> None:
@@ -65,7 +72,7 @@ def _template_lines(template: dict[str, Any]) -> None:
           f"{show(template.get('sha256_b'))}")
     for line in template.get("lines") or []:
         color = "green" if line.startswith("+") else "red" if line.startswith("-") else None
-        _echo(f"    {line}", fg=color)
+        _echo(f"    {line}", fold=False, fg=color)
     if template.get("truncated"):
         _echo("    ... (diff truncated)")
 
@@ -92,7 +99,7 @@ def print_human(result: dict[str, Any]) -> None:
 # --------------------------------------------------------------------------- command
 
 
-@click.command("diff")
+@click.command("diff", epilog=help_examples.DIFF)
 @click.argument("a")
 @click.argument("b")
 @click.option("--sections", "sections", multiple=True, type=click.Choice(GROUPS),

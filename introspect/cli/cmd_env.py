@@ -19,6 +19,7 @@ from typing import Any
 import click
 
 from introspect import __version__
+from introspect.cli import help_examples
 from introspect.cli.jsonout import echo_json
 from introspect.cli.safe_text import visible
 from introspect.cli.session import session
@@ -28,7 +29,7 @@ SCHEMA = "introspect.env/v1"
 DISTRIBUTIONS = ("paramiko", "invoke", "click", "rich", "pyyaml", "platformdirs", "packaging",
                  "prometheus_client", "transformers", "tokenizers", "tiktoken", "huggingface_hub", "jinja2")
 # Variables whose value is shown: paths and switches that change what introspect does.
-SHOWN_VALUES = ("INTROSPECT_CACHE_DIR", "INTROSPECT_HOSTS", "HF_HOME", "HF_HUB_CACHE", "HF_HUB_OFFLINE",
+SHOWN_VALUES = ("INTROSPECT_CACHE_DIR", "INTROSPECT_CONFIG", "INTROSPECT_HOSTS", "HF_HOME", "HF_HUB_CACHE", "HF_HUB_OFFLINE",
                 "TRANSFORMERS_OFFLINE", "SSH_AUTH_SOCK", "COLUMNS", "NO_COLOR", "TERM")
 
 
@@ -70,6 +71,28 @@ def _paths() -> dict[str, dict[str, Any]]:
     return {name: {"path": str(path), "exists": path.exists()} for name, path in paths.items()}
 
 
+def _settings() -> dict[str, Any]:
+    """Each user-config setting, its value and where it came from (a bad config: its error)."""
+    from introspect.errors import UsageError
+    from introspect.userconfig import config_settings
+
+    try:
+        return {name: chosen.as_dict() for name, chosen in config_settings().items()}
+    except UsageError as exc:  # a bug report still needs the rest of the document
+        return {"error": {"value": None, "source": "config", "where": str(exc)}}
+
+
+def _setting_line(name: str, item: dict[str, Any]) -> str:
+    value = "-" if item["value"] is None else item["value"]
+    if name.startswith("remote_code") and item["value"] is not None:
+        value = "allowed" if item["value"] else "refused"
+    if "[" in name:  # a remote_code pattern: its file is on the remote_code line above
+        base, _, pattern = name.partition("[")
+        return f"  {base:<18} {pattern.strip(chr(34) + ']')}: {value}"
+    source = item["where"] if item["source"] == "default" else f"from {item['where']}"
+    return f"  {name:<18} {value}  ({source})"
+
+
 def environment_document() -> dict[str, Any]:
     return {
         "schema": SCHEMA,
@@ -80,11 +103,12 @@ def environment_document() -> dict[str, Any]:
                      "platform": platform.platform()},
         "packages": {name: _version(name) for name in DISTRIBUTIONS},
         "paths": _paths(),
+        "settings": _settings(),
         "environment": redacted_environment(dict(os.environ)),
     }
 
 
-@click.command("env")
+@click.command("env", epilog=help_examples.ENV)
 @click.option("--json", "as_json", is_flag=True, help="Print as JSON on stdout.")
 def env(as_json: bool) -> int:
     """Versions, platform and config paths for a bug report (secrets are never shown)."""
@@ -101,8 +125,12 @@ def env(as_json: bool) -> int:
     lines += ["", "paths:"]
     lines += [f"  {name:<18} {item['path']}{'' if item['exists'] else '  (absent)'}"
               for name, item in doc["paths"].items()]
+    lines += ["", "settings:"]
+    lines += [_setting_line(name, item) for name, item in doc["settings"].items()]
     if doc["environment"]:
         lines += ["", "environment:"]
         lines += [f"  {name}={value}" for name, value in doc["environment"].items()]
-    click.echo(visible("\n".join(lines)))  # plain lines, never wrapped: they are pasted into issues
+    from introspect.cli.render_term import fold_lines  # a long one folds at words; pasted into issues as is
+
+    click.echo("\n".join(folded for line in lines for folded in fold_lines(visible(line))))
     return 0

@@ -28,6 +28,7 @@ import click
 from introspect.checks.health import CheckResult, exit_code
 from introspect.checks.history import default_path
 from introspect.checks.history_guard import GuardedHistory
+from introspect.cli import help_examples
 from introspect.cli.connect import (
     ConnectionFlags,
     check_output_path,
@@ -40,7 +41,7 @@ from introspect.cli.connect import (
 from introspect.cli.jsonout import echo_json, with_error
 from introspect.cli.options import HostSelection, LateHelpOption, host_selectors
 from introspect.cli.outcome import Finished, Notice, combined, notice
-from introspect.cli.render_term import Col, Fixes, escape, make_console, print_fixes, print_rows
+from introspect.cli.render_term import Col, Fixes, escape, make_console, print_fixes, print_folded, print_rows
 from introspect.cli.safe_text import one_line, safe_console
 from introspect.cli.session import session
 from introspect.client.health import (
@@ -82,7 +83,7 @@ def _health_selectors(func: Callable[..., Any]) -> Callable[..., Any]:
     return host_selectors(func, ADHOC_HOST_HELP)
 
 
-@click.command("health")
+@click.command("health", epilog=help_examples.HEALTH)
 @_health_selectors
 @click.option("--parallel", type=click.IntRange(1, 1024), default=None,
               help="Hosts checked at once (default: defaults.parallel in the inventory, 8).")
@@ -349,9 +350,9 @@ def _print_summary(reports: Sequence[HostReport], run_id: int | None, db: Path, 
                else f"[yellow]{unchecked} not checked[/] (the run was stopped)")
     stored = (f"run #{run_id} stored in {escape(str(db))}" if run_id is not None
               else f"[yellow]history not recorded[/] in {escape(str(db))} (see the warning)")
-    console.print(f"{len(reports)} host(s), {down} unreachable, {verdict} in {seconds:.1f} s "
-                  f"(at most {fleet['max_open_connections']} connection(s) open; --parallel {fleet['parallel']}); "
-                  f"{stored}", soft_wrap=True)
+    print_folded(console, f"{len(reports)} host(s), {down} unreachable, {verdict} in {seconds:.1f} s "
+                 f"(at most {fleet['max_open_connections']} connection(s) open; --parallel {fleet['parallel']}); "
+                 f"{stored}", hang=2)
     print_fixes(console, fixes, gap=True)
 
 
@@ -389,10 +390,10 @@ def _print_findings(console: Console, title: str, rows: Sequence[tuple[str, str 
     console.print(f"\n[bold]{title}[/]")
     for host, venv, r in rows:
         where = f"{host}:{venv}" if venv else host
-        # Soft-wrapped: the terminal wraps a long line, so a path or package name is never split by us.
-        console.print(f"  [{STATUS_STYLE[r.status]}]{r.status:4}[/] {escape(where)} {escape(r.check)}: "
-                      f"{escape(r.message)}", soft_wrap=True)
+        # Folded at word boundaries under the status: a path or package name is never split.
+        print_folded(console, f"  [{STATUS_STYLE[r.status]}]{r.status:4}[/] {escape(where)} {escape(r.check)}: "
+                     f"{escape(r.message)}", hang=7)
         if r.fix and fixes is not None:
-            fixes.add(r.fix)
+            fixes.add(r.fix, host)  # the To fix: block names the hosts that need each command
         elif r.fix:
             console.print(f"       [dim]fix:[/] {escape(r.fix)}", soft_wrap=True)

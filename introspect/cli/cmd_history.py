@@ -14,6 +14,7 @@ import click
 
 from introspect.checks.history import HistoryStore, default_path
 from introspect.checks.history_db import describe
+from introspect.cli import help_examples
 from introspect.cli.cmd_health import _count_cells, _print_findings, db_help
 from introspect.cli.jsonout import echo_json
 from introspect.cli.options import LateHelpOption
@@ -26,7 +27,7 @@ HISTORY_SCHEMA = "introspect.history/v1"
 KEEP_HELP = "Delete the runs older than this many days first (the latest run is always kept)."
 
 
-@click.group("history", invoke_without_command=True)
+@click.group("history", invoke_without_command=True, epilog=help_examples.HISTORY)
 @click.option("--host", help="Only runs that checked this host (counts are for it alone).")
 @click.option("--db", type=click.Path(dir_okay=False), cls=LateHelpOption, late_help=db_help)
 @click.option("--limit", type=click.IntRange(1, 100000), default=20, show_default=True,
@@ -109,7 +110,7 @@ def _when(ts: float) -> str:
     return datetime.fromtimestamp(ts).astimezone().strftime("%Y-%m-%d %H:%M:%S %Z")
 
 
-@history.command("prune")
+@history.command("prune", epilog=help_examples.HISTORY_PRUNE)
 @click.option("--keep-days", type=click.FloatRange(min=0), required=True,
               help="Delete the runs older than this many days (the latest run is always kept).")
 @click.option("--db", type=click.Path(dir_okay=False), cls=LateHelpOption, late_help=db_help)

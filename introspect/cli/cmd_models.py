@@ -20,7 +20,8 @@ from introspect.cli.connect import (
     load_inventory_for,
     select_fleet,
 )
-from introspect.cli.jsonout import echo_json
+from introspect.cli.jsonout import echo_json, stamped
+from introspect.cli.listing import Controls, Field, Table, age, apply, csv_text, listing_options, yaml_text
 from introspect.cli.options import HostSelection, fleet_options
 from introspect.cli.outcome import Finished, Notice, combined, notice
 from introspect.cli.progress import Phases, host_rows
@@ -41,7 +42,7 @@ from introspect.transport.base import Executor
 if TYPE_CHECKING:
     from introspect.inventory import Inventory
 
-WIDE = 260  # columns when stdout is not a terminal: one line per model, never wrapped
+WIDE = 400  # columns when stdout is not a terminal: one line per model, never wrapped
 
 
 # --------------------------------------------------------------------------- output
@@ -74,37 +75,89 @@ def _drafter(model: dict[str, Any]) -> str:
 
 
 MODEL_COLUMNS = (Col("model"), Col("type"), Col("layers", "num"), Col("params (total / active)", "num"),
-                 Col("quantization", "text"), Col("size", "num"), Col("tokenizer", "text"),
-                 Col("drafter", "text"))
+                 Col("quantization", "text"), Col("size", "num"), Col("modified", "num"), Col("accessed", "num"),
+                 Col("tokenizer", "text"), Col("drafter", "text"))
+
+Row = tuple[HostResult, dict[str, Any]]  # one model of one host: what the listing controls sort and filter
 
 
-def model_rows(results: list[HostResult], show_host: bool) -> tuple[list[Col], list[list[str]]]:
-    cols = ([Col("host")] if show_host else []) + list(MODEL_COLUMNS)
-    rows = []
-    for result in results:
-        for model in result.models:
-            row = [result.job.name] if show_host else []
-            row += [model["name"], _type(model), str(model.get("layers") or "-"), _params(model),
-                    model.get("quantization") or "-", human_bytes(model.get("size")),
-                    model.get("tokenizer") or "-", _drafter(model)]
-            rows.append([escape(str(cell)) for cell in row])
-    return cols, rows
+def _quant(model: dict[str, Any]) -> list[str]:
+    label = str(model.get("quantization") or "")
+    return [label, label.split()[0]] if label else []  # 'quant=fp8' matches "fp8 8-bit" by its method
 
 
-def print_human(results: list[HostResult]) -> list[Notice]:
+MODEL_FIELDS = (
+    Field("name", "text", lambda r: [r[1].get("name"), r[1].get("path"), r[1].get("repo_id")]),
+    Field("host", "text", lambda r: r[0].job.name),
+    Field("type", "text", lambda r: [r[1].get("model_type"), r[1].get("text_model_type")]),
+    Field("params", "count", lambda r: r[1].get("params_total")),
+    Field("active", "count", lambda r: r[1].get("params_active")),
+    Field("layers", "count", lambda r: r[1].get("layers")),
+    Field("quant", "text", lambda r: _quant(r[1])),
+    Field("size", "bytes", lambda r: r[1].get("size")),
+    Field("tokenizer", "text", lambda r: r[1].get("tokenizer")),
+    Field("source", "text", lambda r: r[1].get("source")),
+    Field("modified", "time", lambda r: r[1].get("modified")),
+    Field("accessed", "time", lambda r: r[1].get("accessed")),
+)
+EXAMPLE = "introspect models --sort size:desc --filter 'size>100GB' --limit 10"
+
+
+def all_rows(results: list[HostResult]) -> list[Row]:
+    return [(result, model) for result in results for model in result.models]
+
+
+def show_host(results: list[HostResult]) -> bool:
+    return len(results) > 1 or results[0].job.name != "local"
+
+
+def model_rows(rows: list[Row], with_host: bool) -> tuple[list[Col], list[list[str]]]:
+    cols = ([Col("host")] if with_host else []) + list(MODEL_COLUMNS)
+    out = []
+    for result, model in rows:
+        row = [result.job.name] if with_host else []
+        row += [model["name"], _type(model), str(model.get("layers") or "-"), _params(model),
+                model.get("quantization") or "-", human_bytes(model.get("size")), age(model.get("modified")),
+                age(model.get("accessed")), model.get("tokenizer") or "-", _drafter(model)]
+        out.append([escape(str(cell)) for cell in row])
+    return cols, out
+
+
+def print_human(results: list[HostResult], rows: list[Row]) -> list[Notice]:
     console = make_console()
     if not console.is_terminal and not session().wide:
         console.width = WIDE
-    show_host = len(results) > 1 or results[0].job.name != "local"
-    total = sum(len(r.models) for r in results)
-    if total:
-        print_rows(console, *model_rows(results, show_host))
+    if rows:
+        print_rows(console, *model_rows(rows, show_host(results)))
+    elif any(r.models for r in results):
+        total = sum(len(r.models) for r in results)
+        click.echo(f"no model matches the listing's --filter (of {total} found)")
     for result in results:
         if result.error is None and not result.models:
             click.echo(one_line(f"{result.job.name}: no model directories found (roots: "
                                 f"{', '.join(result.job.roots or result.job.optional_roots)}; HF cache: "
                                 f"{(result.facts.get('hf_cache') or {}).get('path')})"))
     return problems(results)
+
+
+def model_id(result: HostResult, model: dict[str, Any], with_host: bool) -> str:
+    """What ``-q`` prints: the path, as ``HOST:PATH`` (a ``diff`` operand) when hosts are shown."""
+    path = str(model.get("path"))
+    return f"{result.job.name}:{path}" if with_host else path
+
+
+CSV_COLUMNS = ("host", "name", "path", "source", "repo_id", "revision", "commit", "model_type",
+               "text_model_type", "layers", "params_total", "params_active", "quantization", "size",
+               "tokenizer", "drafter", "modified", "accessed")
+
+
+def as_csv(rows: list[Row]) -> str:
+    """One line per model; sizes in bytes, counts whole, times ISO-8601 UTC (as the JSON has them)."""
+    table = Table(list(CSV_COLUMNS))
+    for result, model in rows:
+        values = {**model, "host": result.job.name, "drafter": None if _drafter(model) == "-" else _drafter(model)}
+        table.rows.append([values.get(column) for column in CSV_COLUMNS])
+    return csv_text(table)
 
 
 def _progress_row(result: HostResult) -> str:
@@ -124,7 +177,11 @@ def problems(results: list[HostResult]) -> list[Notice]:
     return out
 
 
-def as_json(results: list[HostResult]) -> dict[str, Any]:
+def as_json(results: list[HostResult], rows: list[Row] | None = None,
+            controls: Controls | None = None) -> dict[str, Any]:
+    """The ``introspect.models/v1`` document; ``rows`` (sorted, filtered) choose and order each
+    host's ``models``, and ``listing`` says how (the hosts keep their order)."""
+    chosen = all_rows(results) if rows is None else rows
     hosts = []
     for result in results:
         facts = result.facts
@@ -133,19 +190,47 @@ def as_json(results: list[HostResult]) -> dict[str, Any]:
             "python": result.job.python,
             "ok": result.error is None,
             "error": None if result.error is None else result.error.as_dict() | {"exit_code": result.error.exit_code},
-            "models": result.models,
+            "models": [model for owner, model in chosen if owner is result],
             "warnings": result.warnings,
             "roots": facts.get("roots") or [],
             "hf_cache": facts.get("hf_cache"),
             "truncated": facts.get("truncated", False),
         })
-    return {"schema": "introspect.models/v1", "hosts": hosts}
+    listing = (controls or Controls()).describe() | {"shown": len(chosen), "total": len(all_rows(results))}
+    return {"schema": "introspect.models/v1", "hosts": hosts, "listing": listing}
+
+
+def print_listing(results: list[HostResult], controls: Controls) -> list[Notice]:
+    """The listing in the format asked for; the notices to print after it."""
+    rows = apply(all_rows(results), controls, MODEL_FIELDS, EXAMPLE)
+    errors_only = problems([r for r in results if r.error is not None])
+    if controls.ids:
+        for result, model in rows:
+            click.echo(model_id(result, model, show_host(results)))
+        return errors_only
+    if controls.format == "json":
+        echo_json(as_json(results, rows, controls))
+        return errors_only  # only errors here: the warnings are in the document already
+    if controls.format == "yaml":
+        click.echo(yaml_text(stamped(as_json(results, rows, controls))), nl=False)
+        return errors_only
+    if controls.format == "csv":
+        click.echo(as_csv(rows), nl=False)
+        return errors_only
+    if session().quiet:
+        return errors_only
+    return print_human(results, rows)
 
 
 # --------------------------------------------------------------------------- command
 
 
-@click.command("models")
+@click.command("models", epilog="""\b
+Examples:
+  introspect models --host gpu-a1                          # /root/models, /data, ~/models, HF cache
+  introspect models --hosts hosts.yaml --sort size --limit 10
+  introspect models --filter type=deepseek_v3 --filter 'size>100GB' --format csv
+  introspect models --filter 'accessed>30d' --sort accessed:asc -q   # not read for a month""")
 @click.option("--roots", "roots", multiple=True, metavar="DIR",
               help="Directory on the host to search (repeatable). Default: the host entry's roots, else "
                    "/root/models, /data and ~/models.")
@@ -163,12 +248,19 @@ def as_json(results: list[HostResult]) -> dict[str, Any]:
 @click.option("--parallel", type=click.IntRange(1, 256), default=None,
               help="Hosts scanned at once (default: the inventory's `parallel`, else 8).")
 @click.option("--json", "as_json_flag", is_flag=True, help="Print the listing as JSON on stdout.")
+@listing_options(MODEL_FIELDS)
 @fleet_options
 @connection_options
 def models(roots: tuple[str, ...], hf_cache: str | None, venv: str | None, python_exe: str | None,
            max_depth: int, no_hf_scanner: bool, timeout: float, parallel: int | None, as_json_flag: bool,
            **kwargs: Any) -> Finished:
-    """List the model directories on a host (or the inventory's hosts): plain dirs and the HF cache."""
+    """List the model directories on a host (or the inventory's hosts): plain dirs and the HF cache.
+
+    Times are those of the model's files (newest modification, newest access: as `hf cache ls`
+    reports them); the listing's own reads of config.json and tokenizer_config.json do not count.
+    """
+    controls = Controls.from_kwargs(kwargs, "introspect models", json_flag=as_json_flag)
+    apply([], controls, MODEL_FIELDS, EXAMPLE)  # a bad --sort/--filter is exit 2 before any host is asked
     selection = HostSelection.from_kwargs(kwargs)
     flags = ConnectionFlags.from_kwargs(kwargs)
     inventory: Inventory | None
@@ -195,13 +287,6 @@ def models(roots: tuple[str, ...], hf_cache: str | None, venv: str | None, pytho
             results = discover_hosts(jobs, make_executor, options, parallel=workers, on_done=on_done)
     if len(results) == 1 and results[0].error is not None:
         raise results[0].error  # one host: the CLI's one error line and exit code
-    if as_json_flag:
-        echo_json(as_json(results))
-        # Only errors here: the warnings are in the JSON document already.
-        notices = problems([r for r in results if r.error is not None])
-    elif session().quiet:
-        notices = problems([r for r in results if r.error is not None])
-    else:
-        notices = print_human(results)
+    notices = print_listing(results, controls)
     return Finished(combined(r.error.exit_code for r in results if r.error is not None), tuple(notices))
 

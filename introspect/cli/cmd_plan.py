@@ -15,6 +15,7 @@ from introspect.analysis.drafter_plan import drafter_config, spread_layer_ids
 from introspect.analysis.plan import DEFAULT_FRACTION, GpuBudget
 from introspect.analysis.result import PROFILE_SCHEMA
 from introspect.analysis.serving import replan
+from introspect.cli import help_examples
 from introspect.cli.gpu_mem import gpu_by_name, parse_gpu_mem
 from introspect.cli.outcome import Finished, Notice
 from introspect.cli.session import session
@@ -52,7 +53,7 @@ def write_drafter_config(profile: dict[str, Any], kind: str, path: str, draft_la
     click.echo(f"wrote a {kind} drafter config skeleton to {path}", err=True)
 
 
-@click.command("plan")
+@click.command("plan", epilog=help_examples.PLAN)
 @click.argument("profile_file", type=click.Path(dir_okay=False, allow_dash=True))
 @click.option("--gpus", type=click.IntRange(1, 1024), help="GPU count (default: the probed host's).")
 @click.option("--gpu-mem", metavar="SIZE", help="Memory of one GPU: 141GB (decimal, as vendors state it: 131.3 GiB), "
@@ -92,7 +93,7 @@ def plan(profile_file: str, gpus: int | None, gpu_mem: str | None, gpu_name: str
         from introspect.cli.render_serving import plan_section
         from introspect.cli.render_term import make_console
 
-        make_console().print(plan_section(profile))
+        make_console().print(plan_section(profile), crop=False)  # a word wider than the terminal stays whole
     if profile["plan"].get("best") is None:
         return Finished(EXIT_FINDINGS, (Notice(str(profile["plan"].get("reason")), "add GPUs, use GPUs with more "
                                                "memory, or a smaller (more quantized) checkpoint", kind="NoLayoutFits"),))

@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from introspect.checks.preflight import Check, ready
+from introspect.cli import help_examples
 from introspect.cli.connect import (
     ConnectionFlags,
     connection_options,
@@ -20,7 +21,7 @@ from introspect.cli.jsonout import echo_json
 from introspect.cli.options import HostSelection, fleet_options
 from introspect.cli.outcome import Finished, Notice
 from introspect.cli.progress import Phases
-from introspect.cli.render_term import Col, escape, make_console, print_fixes, print_rows
+from introspect.cli.render_term import Col, Fixes, escape, make_console, print_fixes, print_folded, print_rows
 from introspect.cli.session import session
 from introspect.client.preflight import (
     DEFAULT_ENDPOINT_TIMEOUT,
@@ -45,7 +46,7 @@ CHECK_COLUMNS = (Col(""), Col("check"), Col("result", "text"))
 FLEET_COLUMNS = (Col("verdict"), Col("host"), Col("checks", "text"))
 
 
-@click.command("preflight")
+@click.command("preflight", epilog=help_examples.PREFLIGHT)
 @click.option("--model", "-m", required=True, help="Model directory on the target.")
 @click.option("--venv", help="The data pipeline's virtualenv on the target (its bin/python runs the checks).")
 @click.option("--python", "python_exe", help="Interpreter on the target instead of --venv (default python3).")
@@ -112,12 +113,17 @@ def preflight_fleet(request: PreflightRequest, flags: ConnectionFlags, selection
         echo_json(document)  # through documents.dumps: scrubbed like every other document
     elif not session().quiet:
         console = make_console()
+        fixes = Fixes()  # one block after the summary: each command once, with the hosts that need it
         for item in results:
             if item["report"] is not None:
                 console.print(f"[bold]== {escape(str(item['host']))} ==[/]", soft_wrap=True)
-                print_checklist(item["report"].checks, item["report"].target, console)
+                print_checklist(item["report"].checks, item["report"].target, console, fixes=False)
                 console.print()
+                for check in item["report"].checks:
+                    if check.fix and check.status != "pass":
+                        fixes.add(check.fix, str(item["host"]), item["report"].target)
         print_fleet_summary(console, results)
+        print_fixes(console, fixes, gap=True)
     notices = tuple(Notice(f"{item['host']}: {item['error'].get('message')}", item["error"].get("hint"))
                     for item in results if item["error"])
     return Finished(max((int(item["exit_code"]) for item in results), default=0), notices)
@@ -147,16 +153,19 @@ def print_fleet_summary(console: Console, results: list[dict[str, Any]]) -> None
     console.print(f"[bold]{ready_hosts} of {len(results)} hosts ready[/]")
 
 
-def print_checklist(checks: list[Check], target: dict[str, Any], console: Console | None = None) -> None:
-    """The human report: one row per check, the verdict, then every distinct fix (unwrapped)."""
+def print_checklist(checks: list[Check], target: dict[str, Any], console: Console | None = None, *,
+                    fixes: bool = True) -> None:
+    """The human report: one row per check, the verdict, then every distinct fix (unwrapped);
+    ``fixes=False``: a fleet's, whose fixes are printed once for all hosts."""
     console = console or make_console()
     where = target.get("host") or "local"
-    console.print(f"[bold]Preflight[/] {escape(str(target.get('model_path')))} on {escape(str(where))} "
-                  f"with {escape(str(target.get('python')))}", soft_wrap=True)
+    print_folded(console, f"[bold]Preflight[/] {escape(str(target.get('model_path')))} on {escape(str(where))} "
+                 f"with {escape(str(target.get('python')))}", hang=2)
     rows = [[ICONS[check.status], escape(check.name), escape(check.message)] for check in checks]
     print_rows(console, CHECK_COLUMNS, rows, header=False)
     verdict = "[bold green]READY[/]" if ready(checks) else "[bold red]NOT READY[/]"
     counts = {s: sum(1 for c in checks if c.status == s) for s in ("pass", "warn", "fail", "skipped")}
     console.print(f"{verdict}: {counts['pass']} passed, {counts['warn']} warnings, {counts['fail']} failed"
                   + (f", {counts['skipped']} skipped" if counts["skipped"] else ""))
-    print_fixes(console, [c.fix for c in checks if c.fix and c.status != "pass"], gap=True)
+    if fixes:
+        print_fixes(console, [c.fix for c in checks if c.fix and c.status != "pass"], gap=True)

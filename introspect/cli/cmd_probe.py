@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from introspect.api import fatal_input
+from introspect.cli import help_examples
 from introspect.cli.connect import (
     ConnectionFlags,
     check_output_path,
@@ -96,7 +97,7 @@ def emit(profile: dict[str, Any], *, as_json: bool, output: str | None, code: in
     return notices
 
 
-@click.command("probe")
+@click.command("probe", epilog=help_examples.PROBE)
 @click.option("--model", "-m", required=True, help="Model directory on the target, or a hub id ORG/NAME[@REV].")
 @click.option("--venv", help="Virtualenv on the target whose bin/python runs the probe.")
 @click.option("--python", "python_exe", help="Interpreter on the target (default python3).")
@@ -239,7 +240,7 @@ def probe_fleet(request: ProbeRequest, flags: ConnectionFlags, selection: HostSe
     return Finished(final, notices + unsaved + stopped)
 
 
-@click.command("profile")
+@click.command("profile", epilog=help_examples.PROFILE)
 @click.argument("raw_file", type=click.Path(allow_dash=True), required=False)  # a directory: read_document's error
 @click.option("--json", "as_json", is_flag=True, help="Print the profile as JSON on stdout.")
 @click.option("--output", "-o", type=click.Path(dir_okay=False), help="Also write the profile JSON here.")

@@ -1,8 +1,8 @@
 """Connection flags shared by every command, and turning them into an executor.
 
 Settings come in layers (invoke-style): CLI flags > the host's entry in the
-inventory > the inventory's defaults > built-in defaults (connect 5 s,
-strict host keys).
+inventory > the inventory's defaults > the user config (``transport``,
+``known_hosts``, ``parallel``) > built-in defaults (connect 5 s, strict host keys).
 """
 
 from __future__ import annotations
@@ -106,9 +106,10 @@ def load_inventory_for(flags_file: str | None, *, required: bool = False) -> Inv
 def inventory_at(path: str, chosen: Chosen | None = None) -> Inventory:
     """Read the inventory at ``path`` through the one reader; its problems are usage errors (exit 2)."""
     from introspect.inventory import InventoryError, read_inventory
+    from introspect.userconfig import config_parallel
 
     try:
-        return read_inventory(path, chosen)
+        return config_parallel(read_inventory(path, chosen))  # the config's `parallel:` where it sets none
     except InventoryError as exc:
         where = f" (named by {chosen.where})" if chosen is not None and chosen.source != "flag" else ""
         raise UsageError(f"{exc}{where}", hint="fix the inventory file (see the README's inventory section)") from None
@@ -163,11 +164,14 @@ def host_spec(flags: ConnectionFlags, entry: HostEntry | None) -> HostSpec | Non
     if not text:
         return None
     spec = parse_host(text)
-    if spec.is_bare and flags.transport not in (None, "ssh", "openssh"):
-        return parse_host(f"{flags.transport}://{text}")
-    if spec.is_bare:
-        return dataclasses.replace(spec, scheme=flags.transport or "ssh")
-    return spec
+    if not spec.is_bare:
+        return spec
+    from introspect.userconfig import user_config  # --transport, else the config's `transport:`
+
+    transport = flags.transport or user_config().transport
+    if transport not in (None, "ssh", "openssh"):
+        return parse_host(f"{transport}://{text}")
+    return dataclasses.replace(spec, scheme=transport or "ssh")
 
 
 def connection_settings(flags: ConnectionFlags, entry: HostEntry | None, inventory: Inventory | None,
@@ -190,7 +194,7 @@ def connection_settings(flags: ConnectionFlags, entry: HostEntry | None, invento
         ssh_config=_expand(flags.ssh_config),
         passphrase_env=(entry.passphrase_env if entry else None)
         or (defaults.passphrase_env if defaults else None),
-        known_hosts=_expand(flags.known_hosts or (inventory.defaults.known_hosts if inventory else None)),
+        known_hosts=_expand(_known_hosts_file(flags, inventory)),
         accept_new=flags.accept_new,
         host_keys=host_keys,
         ssh_options=tuple(flags.ssh_options or ()),
@@ -212,7 +216,7 @@ def known_hosts_for(flags: ConnectionFlags, inventory: Inventory | None, host: s
     """
     from introspect.transport.hostkeys import KnownHosts, files_from_ssh_config
 
-    path = flags.known_hosts or (inventory.defaults.known_hosts if inventory else None)
+    path = _known_hosts_file(flags, inventory)
     user_files, global_files = (None, None) if path else files_from_ssh_config(host, _expand(flags.ssh_config))
     known = KnownHosts(_expand(path), accept_new=flags.accept_new, user_files=user_files,
                        global_files=global_files)
@@ -235,6 +239,13 @@ def known_hosts_warnings() -> list[str]:
     lines = list(dict.fromkeys(line for known in _LOADED for line in known.warnings))
     _LOADED.clear()
     return lines
+
+
+def _known_hosts_file(flags: ConnectionFlags, inventory: Inventory | None) -> str | None:
+    """--known-hosts > the inventory's ``known_hosts`` > the user config's > None (ssh_config's files)."""
+    from introspect.userconfig import user_config
+
+    return flags.known_hosts or (inventory.defaults.known_hosts if inventory else None) or user_config().known_hosts
 
 
 def _expand(path: str | None) -> str | None:

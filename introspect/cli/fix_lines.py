@@ -13,6 +13,7 @@ need), so it goes under ``Optional:``, after the report.
 from __future__ import annotations
 
 import shlex
+from collections.abc import Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from introspect.cli.remote_fix import fix_on_target
@@ -70,6 +71,25 @@ def report_fixes(profile: dict[str, Any]) -> Fixes:
 def report_optional(profile: dict[str, Any]) -> Fixes:
     """The fixes of info findings: extras that add to a complete profile (the ``Optional:`` block)."""
     return _lines(profile, ("info",))
+
+
+def fleet_fixes(results: Sequence[Mapping[str, Any]]) -> Fixes:
+    """The fixes of warnings and errors of a fleet's profiles (``probe --all-hosts`` items:
+    ``host``, ``profile``), each with the host that needs it and the target it runs through."""
+    out = Fixes()
+    for item in results:
+        profile = as_dict(item.get("profile"))
+        target = as_dict(profile.get("target"))
+        for finding in profile.get("findings") or []:
+            finding = as_dict(finding)
+            if str(finding.get("severity")) in BLOCKING and finding.get("fix"):
+                out.add(shell_line(str(finding["fix"])), str(item.get("host")), target)
+    return out
+
+
+def print_fleet_fixes(console: Console, results: Sequence[Mapping[str, Any]]) -> None:
+    """One ``To fix:`` block for the fleet: each command once, with the hosts that need it."""
+    print_fixes(console, fleet_fixes(results), gap=True)
 
 
 def print_report_fixes(console: Console, profile: dict[str, Any]) -> None:

@@ -18,6 +18,7 @@ import traceback
 import click
 
 from introspect import __version__, interrupts
+from introspect.cli import help_examples
 from introspect.cli.jsonout import dumps, error_code, error_document
 from introspect.cli.outcome import Finished, Notice, notice
 from introspect.cli.safe_text import one_line
@@ -42,6 +43,10 @@ LAZY_COMMANDS = {
                   "template, loss masks, mask token, ids, endpoint, disk."),
     "models": ("introspect.cli.cmd_models:models", "List the model directories on a host (or the inventory's "
                "hosts): plain dirs and the HF cache."),
+    "compare": ("introspect.cli.cmd_compare:compare", "Which hosts differ: a hosts x facts matrix of saved "
+                "profiles and live hosts, odd values marked."),
+    "gpus": ("introspect.cli.cmd_gpus:gpus", "GPU facts of hosts without a model: names, count, memory, driver "
+             "and CUDA (nvidia-smi)."),
     "diff": ("introspect.cli.cmd_diff:diff", "Compare two model profiles: saved files or live HOST:PATH / "
              "HOST:org/name[@rev] targets."),
     "plan": ("introspect.cli.cmd_plan:plan", "Which TP / EP / PP layouts fit, with how much KV cache, from a "
@@ -52,6 +57,9 @@ LAZY_COMMANDS = {
                    "or fish."),
     "cache": ("introspect.cli.cmd_cache:cache", "The local cache of probe results: where it is, how big, and "
               "emptying it."),
+    "init": ("introspect.cli.cmd_init:init", "Write a starter inventory (from ~/.ssh/config or an Ansible "
+             "inventory) and user config."),
+    "man": ("introspect.cli.cmd_man:man", "Write the manual pages (roff), generated from the same text as --help."),
 }
 
 
@@ -74,7 +82,8 @@ class LazyGroup(click.Group):
             formatter.write_dl([(name, stand_ins[name].get_short_help_str(limit)) for name in sorted(stand_ins)])
 
 
-@click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100})
+@click.group(cls=LazyGroup, context_settings={"help_option_names": ["-h", "--help"], "max_content_width": 100},
+             epilog=help_examples.INTROSPECT)
 # The three global flags are taken out of argv by main() wherever they stand (see
 # cli/session.py); they are declared here for --help.
 @click.option("--debug", is_flag=True, help="Also show tracebacks and library logs (exit codes stay the same).")

@@ -23,7 +23,7 @@ TARGET_PROGRAMS = frozenset({
 SSH_SCHEMES = frozenset({"ssh", "openssh", "paramiko"})
 
 
-def _split_comment(line: str) -> tuple[str, str]:
+def split_comment(line: str) -> tuple[str, str]:
     """``line`` as (command, `` # why`` or ""): the first ``#`` outside quotes after a blank."""
     for index, char in enumerate(line):
         if char == "#" and index and line[index - 1].isspace():
@@ -107,7 +107,7 @@ def on_target(command: str, target: Mapping[str, Any] | None) -> str:
 def fix_on_target(line: str, target: Mapping[str, Any] | None) -> str:
     """A printed fix line with its command wrapped by :func:`on_target` when it is meant for the
     target; ``# comments`` and controller commands come back unchanged."""
-    command, comment = _split_comment(line)
+    command, comment = split_comment(line)
     if not command or not runs_on_target(command):
         return line
     wrapped = on_target(command, target)

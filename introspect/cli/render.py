@@ -28,11 +28,10 @@ def _tok(value: Any) -> str:
 
 
 def _kv(title: str) -> Table:
-    table = Table(title=title, title_justify="left", title_style="bold", show_header=False, box=None,
-                  padding=(0, 2))
-    table.add_column(style="dim", no_wrap=True)
-    table.add_column(overflow="fold")
-    return table
+    """A ``key  value`` section: values fold at word boundaries, never inside a value (render_fold)."""
+    from introspect.cli.render_fold import KVTable
+
+    return KVTable(title)
 
 
 def _row(table: Table, key: str, value: Any) -> None:
@@ -160,20 +159,56 @@ def experts_section(profile: dict[str, Any]) -> Table:
 def tokenizer_section(profile: dict[str, Any]) -> Table:
     tok = as_dict(profile.get("tokenizer"))
     table = _kv("Tokenizer")
-    source = "loaded with transformers" if tok.get("loaded") else "from raw files (fallback)"
+    _autotokenizer_rows(table, tok)
+    if tok.get("loaded"):
+        source = f"loaded with {tok.get('source') or 'transformers'}"
+    else:
+        source = "from raw files (fallback)"
     _row(table, "source", f"{source}; class {tok.get('class')}")
     _row(table, "vocab size", f"{tok.get('vocab_size')}" + (f" (len {tok.get('len')})" if tok.get("len") else ""))
     for name in ("bos", "eos", "pad", "unk", "mask"):
         table.add_row(name, _tok(tok.get(name)))
     specials = tok.get("special_tokens") or []
     if specials:
+        # The count is the list's true length: the host may have cut the list (special_tokens_truncated).
+        total = tok.get("special_tokens_total")
+        total = total if isinstance(total, int) and total >= len(specials) else len(specials)
         shown = ", ".join(f"{escape(str(as_dict(s).get('token')))}={as_dict(s).get('id')}" for s in specials[:12])
-        more = f" ... (+{len(specials) - 12} more)" if len(specials) > 12 else ""
-        _row(table, f"special tokens ({len(specials)})", shown + more)
+        more = f" ... (+{total - min(len(specials), 12)} more)" if total > 12 else ""
+        _row(table, f"special tokens ({total})", shown + more)
     err = as_dict(tok.get("error"))
     if err:
         _row(table, "load error", f"{err.get('type')}: {err.get('message')}")
     return table
+
+
+PARTIAL_NAMES = {"special_tokens": "specials"}
+
+
+def _autotokenizer_rows(table: Table, tok: dict[str, Any]) -> None:
+    """First: does AutoTokenizer load in that venv; then what loaded the files instead, if anything."""
+    auto = as_dict(tok.get("autotokenizer"))
+    if not auto:  # a profile from a version without the block
+        return
+    if auto.get("ok") is True:
+        version = f", transformers {auto.get('transformers_version')}" if auto.get("transformers_version") else ""
+        verdict = escape(f"loads ({auto.get('class')}{version})")
+    elif auto.get("ok") is False:
+        packages = ", ".join(map(str, auto.get("missing_packages") or []))
+        lines = str(auto.get("message") or "").strip().splitlines()
+        detail = packages or (lines[0][:200] if lines else "")
+        cause = f" ({auto.get('cause')})" if auto.get("cause") else ""
+        verdict = "[bold red]FAILS[/bold red] — " + escape(f"{auto.get('type')}: {detail}".rstrip(": ") + cause)
+    else:
+        verdict = escape(f"not judged: {auto.get('reason')}")
+    table.add_row("AutoTokenizer", verdict)
+    native = as_dict(tok.get("native"))
+    if native:
+        read = f" from {', '.join(map(str, native['read']))}" if native.get("read") else ""
+        partial = ", ".join(PARTIAL_NAMES.get(str(p), str(p)) for p in native.get("partial") or [])
+        text = f"loaded instead by {native.get('loaded_by')} ({native.get('class')}){read}"
+        text += f" — {partial} partial" if partial else ""
+        _row(table, "native load", text)
 
 
 def template_section(profile: dict[str, Any]) -> Table:
@@ -209,10 +244,9 @@ def environment_section(profile: dict[str, Any]) -> Table:
 
 
 def findings_section(profile: dict[str, Any]) -> Table:
-    table = Table(title="Findings", title_justify="left", title_style="bold", box=None, padding=(0, 1),
-                  show_header=False)
-    table.add_column(no_wrap=True)
-    table.add_column(overflow="fold")
+    from introspect.cli.render_fold import KVTable
+
+    table = KVTable("Findings", gap=1, key_style="")
     findings = profile.get("findings") or []
     if not findings:
         table.add_row("[green]ok[/green]", "no findings")
@@ -236,6 +270,6 @@ def print_report(profile: dict[str, Any], console: Console | None = None) -> Non
     console = console or make_console()
     sections = SECTIONS[:2] + (witnesses_section,) + SECTIONS[2:-1] + SERVING_SECTIONS + SECTIONS[-1:]
     for section in sections:
-        console.print(section(profile))
+        console.print(section(profile), crop=False)  # a word wider than the terminal: left whole
         console.print()
     print_report_fixes(console, profile)  # To fix: warnings and errors; Optional: info extras

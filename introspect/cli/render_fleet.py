@@ -7,6 +7,7 @@ from typing import Any
 
 from rich.markup import escape
 
+from introspect.cli.fix_lines import print_fleet_fixes
 from introspect.cli.render import human_count, print_report
 from introspect.cli.render_term import Col, make_console, print_rows
 from introspect.remote.contract import as_dict
@@ -52,8 +53,10 @@ def print_fleet(results: list[dict[str, Any]], *, full: bool) -> None:
     print_rows(console, FLEET_COLUMNS, [fleet_row(item) for item in results])
     if not full:
         console.print("[dim](--full for every host's report)[/]")
+        print_fleet_fixes(console, results)  # each command once, with the hosts that need it
         return
     for item in results:
         console.print(f"\n[bold]=== {escape(str(item['host']))} (exit {item['exit_code']}) ===[/]", soft_wrap=True)
         if item["profile"] is not None:
             print_report(item["profile"], console)
+    print_fleet_fixes(console, results)

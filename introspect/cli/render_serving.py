@@ -8,6 +8,8 @@ from rich.markup import escape
 from rich.table import Table
 
 from introspect.cli.render import _kv, _row, human_bytes
+from introspect.cli.render_fold import Rows
+from introspect.cli.render_term import Col
 from introspect.remote.contract import as_dict
 
 
@@ -78,11 +80,14 @@ def gpus_section(profile: dict[str, Any]) -> Table:
     return table
 
 
-def _layout_table(layouts: list[Any]) -> Table:
-    table = Table(box=None, padding=(0, 1), show_header=True, header_style="dim")
-    for column in ("layout", "GPUs", "weights/GPU", "KV room/GPU", "KV tokens", "fits"):
-        table.add_column(column, justify="right" if column not in ("layout", "fits") else "left",
-                         no_wrap=column != "fits", overflow="fold")
+# Verdict and reason apart: the reason is the one free-text column, so a narrow terminal puts it
+# on its own line under the layout instead of folding it into a sliver (render_table.py).
+LAYOUT_COLUMNS = (Col("layout"), Col("GPUs", "num"), Col("weights/GPU", "num"), Col("KV room/GPU", "num"),
+                  Col("KV tokens", "num"), Col("fits"), Col("why not", "text"))
+
+
+def _layout_table(layouts: list[Any]) -> Rows:
+    rows = []
     for item in layouts:
         item = as_dict(item)
         tokens = item.get("kv_tokens_per_gpu")
@@ -91,10 +96,11 @@ def _layout_table(layouts: list[Any]) -> Table:
         shown = f"{tokens:,}" if isinstance(tokens, int) and fitting else "-"
         if fitting and isinstance(tokens, int) and replicas > 1:
             shown += f" (x{replicas} = {item.get('kv_tokens_total'):,})"
-        fits = "[green]fits[/green]" if fitting else "[red]no[/red]: " + escape("; ".join(item.get("reasons") or []))
-        table.add_row(str(item.get("name")), str(item.get("gpus")), human_bytes(item.get("weight_bytes_per_gpu")),
-                      human_bytes(item.get("kv_room_bytes_per_gpu")) if fitting else "-", shown, fits)
-    return table
+        rows.append([escape(str(item.get("name"))), str(item.get("gpus")), human_bytes(item.get("weight_bytes_per_gpu")),
+                     human_bytes(item.get("kv_room_bytes_per_gpu")) if fitting else "-", shown,
+                     "[green]fits[/green]" if fitting else "[red]no[/red]",
+                     "" if fitting else escape("; ".join(item.get("reasons") or []))])
+    return Rows(LAYOUT_COLUMNS, rows, header_style="dim")
 
 
 def plan_section(profile: dict[str, Any]) -> Table:

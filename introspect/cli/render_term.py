@@ -4,17 +4,20 @@
   data goes through :func:`rich.markup.escape` at every call site, and control characters in it
   are shown as escapes (:mod:`introspect.cli.safe_text`).
 - :func:`print_rows`: a table whose identifying columns (host, path, run id) and numbers
-  never wrap and are never cut; free text comes last and folds. When the identifying
-  columns alone are wider than the terminal, each row becomes a block of lines
-  (soft-wrapped by the terminal, so every value stays whole and copyable). ``--wide``
-  prints the table at its natural width.
+  never wrap and are never cut; free text comes last and folds at word boundaries, or goes on
+  its own lines under the row; when the identifying columns alone are wider than the terminal,
+  each row becomes a block of lines (:mod:`introspect.cli.render_fold`). Nothing is ever
+  broken inside a value. ``--wide`` prints the table at its natural width.
+- :func:`print_folded`: a line of prose folded at word boundaries with a hanging indent.
 - :class:`Fixes` / :func:`print_fixes`: the "To fix:" block at the end of a report, one
-  line per distinct fix, printed unwrapped so a command pastes as it reads.
+  line per distinct fix, printed unwrapped so a command pastes as it reads; fixes added with
+  the host that needs them print as one block per command with its hosts
+  (:mod:`introspect.cli.fix_groups`).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
@@ -24,8 +27,6 @@ if TYPE_CHECKING:
     from rich.console import Console
 
 WIDE_COLUMNS = 100_000  # --wide: no table is ever this wide, so none is folded
-MIN_TEXT = 16  # narrowest useful width of a folded free-text column
-PADDING = 2
 
 
 def human_count(value: Any) -> str:
@@ -69,63 +70,56 @@ class Col:
     kind: Literal["id", "num", "text"] = "id"  # id/num: never wrapped or cut; text: folds, goes last
 
 
-def _width(cell: str) -> int:
-    from rich.text import Text
-
-    from introspect.cli.safe_text import visible
-
-    # The width the console will print: control characters as their escapes (safe_text).
-    return max((Text.from_markup(visible(line)).cell_len for line in cell.splitlines()), default=0)
-
-
-def _natural(cols: Sequence[Col], rows: Sequence[Sequence[str]], kinds: tuple[str, ...]) -> int:
-    widths = [max([len(c.name), *(_width(r[i]) for r in rows)]) for i, c in enumerate(cols) if c.kind in kinds]
-    return sum(widths) + PADDING * max(len(widths) - 1, 0)
-
-
 def print_rows(console: Console, cols: Sequence[Col], rows: Sequence[Sequence[str]],
                title: str | None = None, *, header: bool = True) -> None:
-    """``rows`` hold rich markup (data already escaped), one cell per column of ``cols``."""
-    from rich.table import Table
+    """``rows`` hold rich markup (data already escaped), one cell per column of ``cols``; laid out
+    by :class:`introspect.cli.render_fold.Rows`, never cropped (a word wider than the terminal
+    is left for it to soft-wrap)."""
+    from introspect.cli.render_fold import Rows
 
-    fixed = _natural(cols, rows, ("id", "num"))
-    texts = sum(c.kind == "text" for c in cols)
-    if fixed + texts * (MIN_TEXT + PADDING) > console.width:
-        _print_blocks(console, cols, rows, title)
-        return
-    table = Table(title=title, title_justify="left", title_style="bold", header_style="bold", box=None,
-                  padding=(0, PADDING, 0, 0), pad_edge=False, show_header=header)
-    for col in cols:
-        table.add_column(col.name, justify="right" if col.kind == "num" else "left",
-                         no_wrap=col.kind != "text", overflow="fold")
-    for row in rows:
-        table.add_row(*row)
-    console.print(table)
+    console.print(Rows(cols, rows, title, header=header), crop=False)
 
 
-def _print_blocks(console: Console, cols: Sequence[Col], rows: Sequence[Sequence[str]], title: str | None) -> None:
-    """Too narrow for one line per row: the identifying cells on a line, the rest under them."""
-    if title:
-        console.print(f"[bold]{title}[/]", soft_wrap=True)
-    for row in rows:
-        ids = [cell for col, cell in zip(cols, row, strict=True) if col.kind == "id" and cell]
-        rest = [f"[dim]{col.name}[/] {cell}" for col, cell in zip(cols, row, strict=True)
-                if col.kind != "id" and cell]
-        console.print("  ".join(ids), soft_wrap=True)
-        if rest:
-            console.print("  " + "  ".join(rest), soft_wrap=True)
+def print_folded(console: Console, markup: str, hang: int = 4) -> None:
+    """One line of prose (a problem, a drift, a finding) folded to the console at word boundaries,
+    its continuation lines indented by ``hang``; a word wider than the line is kept whole."""
+    from introspect.cli.render_fold import Prose
+
+    console.print(Prose(markup, hang), crop=False)
+
+
+def fold_lines(text: str, hang: int = 4) -> list[str]:
+    """A plain line (for ``click.echo``) folded to the terminal's width like :func:`print_folded`;
+    one line under ``--wide``."""
+    from introspect.cli.render_fold import fold_plain
+
+    return fold_plain(text, make_console().width, hang)
 
 
 @dataclass
 class Fixes:
-    """Distinct fixes in the order first met."""
+    """Distinct fixes in the order first met; in a fleet, with the hosts that need each."""
 
     items: list[str] = field(default_factory=list)
+    hosts: dict[str, list[str]] = field(default_factory=dict)  # fix -> the hosts that need it, in order met
+    targets: dict[str, Any] = field(default_factory=dict)  # host -> its profile's target block (transport)
+    order: list[str] = field(default_factory=list)  # the hosts, in the order first met
 
-    def add(self, fix: object) -> None:
+    def add(self, fix: object, host: str | None = None, target: Mapping[str, Any] | None = None) -> None:
+        """``host``: which host needs it; ``target``: that host's target block, when a command for
+        the host should be printed through its transport (``ssh ... 'pip install ...'``)."""
         text = str(fix).strip() if fix else ""
-        if text and text not in self.items:
+        if not text:
+            return
+        if text not in self.items:
             self.items.append(text)
+        if host is not None:
+            self.order += [host] if host not in self.order else []
+            needing = self.hosts.setdefault(text, [])
+            if host not in needing:
+                needing.append(host)
+            if target is not None:
+                self.targets.setdefault(host, target)
 
 
 def print_fixes(console: Console, fixes: Fixes | Sequence[str], *, gap: bool = False) -> None:
@@ -139,6 +133,16 @@ def print_fixes(console: Console, fixes: Fixes | Sequence[str], *, gap: bool = F
         console.print()
     from introspect.cli.fix_lines import shell_line  # it builds on this module's Fixes
 
+    # A command as it is, a sentence as a '# comment': every line can be pasted.
+    lines = [shell_line(fix) for fix in items]
+    if isinstance(fixes, Fixes) and fixes.hosts:
+        from introspect.cli.fix_groups import grouped_lines
+
+        hosts: dict[str, list[str]] = {}
+        for fix, needing in fixes.hosts.items():
+            known = hosts.setdefault(shell_line(fix), [])
+            known += [host for host in needing if host not in known]
+        lines = grouped_lines(list(dict.fromkeys(lines)), hosts, fixes.targets, fixes.order)
     console.print("[bold]To fix:[/]")
-    for fix in items:  # a command as it is, a sentence as a '# comment': every line can be pasted
-        console.print("  " + escape(shell_line(fix)), soft_wrap=True)
+    for line in lines:
+        console.print("  " + escape(line), soft_wrap=True)

@@ -8,6 +8,7 @@ is pure, so listings are testable without a host.
 
 from __future__ import annotations
 
+import datetime
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -149,7 +150,19 @@ def summarize_model(entry: dict[str, Any]) -> dict[str, Any]:
         "mtp_layers": spec.get("mtp_layers") or digest.get("mtp_layers") or 0,
         "aliases": list(entry.get("aliases") or []),
         "config_error": entry.get("config_error"),
+        "modified": iso_time(entry.get("modified")),
+        "accessed": iso_time(entry.get("accessed")),
     }
+
+
+def iso_time(epoch: Any) -> str | None:
+    """Epoch seconds from the host as ``2026-01-31T12:00:00Z`` (UTC), None when there are none."""
+    if not isinstance(epoch, (int, float)) or isinstance(epoch, bool):
+        return None
+    try:
+        return datetime.datetime.fromtimestamp(epoch, datetime.timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+    except (OverflowError, OSError, ValueError):  # a host clock or a file time out of range
+        return None
 
 
 

@@ -18,8 +18,8 @@ from introspect.remote.readers import nesting_too_deep
 MAX_DOCUMENT_DEPTH = 200
 
 
-def read_document(path: str, schema: str, *, what: str, hint: str) -> dict[str, Any]:
-    """The ``schema`` document at ``path`` (``-`` reads stdin); an :class:`InputError` naming
+def read_document(path: str, schema: str | tuple[str, ...], *, what: str, hint: str) -> dict[str, Any]:
+    """The ``schema`` document (or one of several) at ``path`` (``-`` reads stdin); an :class:`InputError` naming
     the cause, with ``hint`` as its fix, for an unreadable file or another kind of document.
     NaN / Infinity (not JSON, but Python writes them) are read as null and counted in an
     error record of the document, so the profile says so."""
@@ -36,8 +36,9 @@ def read_document(path: str, schema: str, *, what: str, hint: str) -> dict[str, 
                           parse_float=lambda value: _finite(value, replaced))
     except (ValueError, RecursionError) as exc:
         raise InputError(f"cannot read {what} from {path}: {exc}", hint=hint) from None
-    if not isinstance(data, dict) or data.get("schema") != schema:
-        raise InputError(f"{path} is not {what} ({schema})", hint=hint)
+    schemas = (schema,) if isinstance(schema, str) else schema
+    if not isinstance(data, dict) or data.get("schema") not in schemas:
+        raise InputError(f"{path} is not {what} ({', '.join(schemas)})", hint=hint)
     if replaced:
         errors = data["errors"] if isinstance(data.get("errors"), list) else []
         data["errors"] = [*errors, {"type": "non-finite-number", "probe": "document",

@@ -117,7 +117,7 @@ def check_host(host: HostEntry, executor: Executor, options: HealthOptions = Hea
             if reach_error is not None:
                 return _unreachable(host, reach_error, reach_fix, evidence, time.monotonic() - started,
                                     _connections(executor))
-            outcomes = _run_jobs(executor, _jobs(host), options)
+            outcomes = _run_jobs(executor, _jobs(host), options, (host.name, host.address))
         finally:
             executor.close()
     lost = next((o.lost for o in outcomes.values() if o.lost is not None), None)
@@ -152,17 +152,20 @@ def _jobs(host: HostEntry) -> list[_Job]:
     return jobs
 
 
-def _run_jobs(executor: Executor, jobs: Sequence[_Job], options: HealthOptions) -> dict[_Job, _Outcome]:
-    channels = [_channel(job, options) for job in jobs]
+def _run_jobs(executor: Executor, jobs: Sequence[_Job], options: HealthOptions,
+              names: tuple[str, ...] = ()) -> dict[_Job, _Outcome]:
+    channels = [_channel(job, options, names) for job in jobs]
     results = run_channels(executor, channels, max_parallel=options.channels)
     return {job: _outcome(results[job]) for job in jobs}
 
 
-def _channel(job: _Job, options: HealthOptions) -> Channel:
+def _channel(job: _Job, options: HealthOptions, names: tuple[str, ...] = ()) -> Channel:
     key: Hashable = job
     if job.task == "tokenizer":
-        # The inventory's say, else the user config's `remote_code:`, else the built-in default.
-        trust = job.venv.remote_code if job.venv.remote_code_set else bool(choose_remote_code(False).value)
+        # The inventory's say, else the user config's `remote_code:` (its patterns for the model
+        # and the host `names`, then its default), else the built-in default.
+        trust = (job.venv.remote_code if job.venv.remote_code_set
+                 else bool(choose_remote_code(False, hosts=names, model=job.model).value))
         return Channel(key, job.venv.python, "tokenizer",
                        {"model_path": job.model, "trust_remote_code": trust, "sample": False},
                        options.probe_timeout, isolate=True)

@@ -48,7 +48,13 @@ from introspect.remote.contract import (
     MODEL_SECTIONS as REMOTE_MODEL_SECTIONS,
 )
 from introspect.transport.base import Executor
-from introspect.userconfig import choose_remote_code, inventory_remote_code, settings_block
+from introspect.userconfig import (
+    choose_remote_code,
+    config_venv,
+    inventory_remote_code,
+    settings_block,
+    target_names,
+)
 
 if TYPE_CHECKING:
     from introspect.inventory import HostEntry, Inventory
@@ -269,8 +275,10 @@ def probe_model(request: ProbeRequest, executor: Executor, entry: HostEntry | No
         venv = entry.venvs[0].path  # the entry's first venv is the natural default
     if entry is not None and not venv and not python_exe:
         python_exe = entry.python  # ansible_python_interpreter / hosts.yaml python:
+    venv = venv or (None if python_exe else config_venv(executor.target))  # the user config's `venv:`
     python_exe = python_exe or (None if venv else executor.default_python)
-    remote_code = choose_remote_code(request.no_remote_code, inventory_remote_code(inventory, entry, venv))
+    remote_code = choose_remote_code(request.no_remote_code, inventory_remote_code(inventory, entry, venv),
+                                     hosts=target_names(executor.target, entry), model=request.model)
     python = interpreter(python_exe, venv)
     with executor:
         resolved = None

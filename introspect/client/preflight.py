@@ -24,7 +24,13 @@ from introspect.errors import ConnectError, InterpreterError, IntrospectError, M
 from introspect.inventory import venv_pip
 from introspect.remote.contract import interpreter
 from introspect.transport.base import Executor
-from introspect.userconfig import choose_remote_code, inventory_remote_code, settings_block
+from introspect.userconfig import (
+    choose_remote_code,
+    config_venv,
+    inventory_remote_code,
+    settings_block,
+    target_names,
+)
 
 if TYPE_CHECKING:
     from introspect.inventory import HostEntry, Inventory
@@ -116,7 +122,9 @@ def run_preflight(request: PreflightRequest, executor: Executor, entry: HostEntr
         model = os.path.abspath(model)
         output_dir = os.path.abspath(output_dir) if output_dir else None
     # As for `probe`: the flag, else the inventory's host or venv entry, else the user config.
-    policy = choose_remote_code(request.no_remote_code, inventory_remote_code(inventory, entry, venv))
+    venv = venv or (None if request.python_exe else config_venv(executor.target))  # the user config's `venv:`
+    policy = choose_remote_code(request.no_remote_code, inventory_remote_code(inventory, entry, venv),
+                                hosts=target_names(executor.target, entry), model=request.model)
     remote_code = bool(policy.value)
     python_exe = request.python_exe or (None if venv else executor.default_python)
     endpoint = request.endpoint.rstrip("/") if request.endpoint else None

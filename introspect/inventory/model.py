@@ -40,6 +40,7 @@ class Defaults:
     passphrase_env: str | None = None
     connect_timeout: float = 5.0  # like ssh -o ConnectTimeout=5
     parallel: int = 8
+    parallel_set: bool = field(default=False, compare=False)  # the file said parallel (else the user config)
     known_hosts: str | None = None  # None: the user's ~/.ssh/known_hosts
     # On by default because the CLI opt-out is --no-remote-code; hosts.yaml
     # can switch it off per host or venv.

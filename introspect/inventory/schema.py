@@ -39,6 +39,7 @@ def _parse_defaults(c: Checker, raw: Any, line: int | None) -> Defaults:
         connect_timeout=c.get(m, "connect_timeout", "defaults", c.number, d.connect_timeout),
         parallel=c.get(m, "parallel", "defaults",
                        lambda v, ln, k: c.integer(v, ln, k, 1, 1024), d.parallel),
+        parallel_set="parallel" in m,
         known_hosts=c.get(m, "known_hosts", "defaults", c.string),
         remote_code=c.get(m, "remote_code", "defaults", c.boolean, d.remote_code),
         remote_code_set="remote_code" in m,

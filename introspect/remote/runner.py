@@ -35,6 +35,7 @@ TASKS = {
     "discover": ("introspect.remote.tasks.discover", "run"),
     "resolve": ("introspect.remote.tasks.resolve", "run"),
     "fingerprint": ("introspect.remote.tasks.fingerprint", "run"),
+    "gpus": ("introspect.remote.tasks.gpus", "run"),
     "echo": ("introspect.remote.tasks.echo", "run"),
 }
 # Isolated tasks whose module can tell, without importing anything heavy, that the child

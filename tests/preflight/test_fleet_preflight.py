@@ -37,7 +37,9 @@ def test_fleet_preflight_ends_with_a_per_host_summary(sshd, client_keys, kimi_mo
     down = next(line for line in lines if "gpu-down" in line)
     assert "NOT CHECKED" in down and "refused" in down, down
     ready = "NOT READY" not in good
-    assert lines[-1] == f"{1 if ready else 0} of 2 hosts ready", lines[-5:]
+    # The summary ends the report; only the fleet's one To fix: block (every host's fixes) follows it.
+    report = [line for line in lines[:lines.index("To fix:") if "To fix:" in lines else None] if line]
+    assert report[-1] == f"{1 if ready else 0} of 2 hosts ready", lines[-5:]
     document = run_cli(*args, "--json", timeout=240).json()
     assert document["schema"] == "introspect.fleet-preflight/v1"
     assert document["total"] == 2 and document["ready"] == (1 if ready else 0)

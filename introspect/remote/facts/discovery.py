@@ -15,11 +15,20 @@ import stat
 import time
 from typing import Any, Dict, List, Optional, Set, Tuple
 
+from .. import confine
 from ..contract import ErrorRecord, error_record, tag
 from ..readers import os_error
 from . import hf_cache
 from .listing import scan_names
-from .model_summary import READ_CAP, ConfigRead, describe_model, is_model_dir, read_json
+from .model_summary import (
+    MAX_SIZE_FILES,
+    READ_CAP,
+    SIZE_DEPTH,
+    ConfigRead,
+    describe_model,
+    is_model_dir,
+    read_json,
+)
 
 PROBE = "discover"
 MAX_DIRS = 20000                  # directories visited in one walk
@@ -28,6 +37,9 @@ MAX_NAMES = 20000                 # names read from one directory
 # Directories never worth descending into: VCS, caches, and the cache's blob store
 # (its files are reached through snapshots, each once).
 SKIP_DIRS = frozenset(["__pycache__", "node_modules", "blobs", "lost+found", "site-packages"])
+# Files of a model dir that the listing reads itself (model_summary.describe_model): their atime
+# says when the last listing ran, not when anyone used the model, so "accessed" leaves them out.
+SELF_READ = frozenset(["config.json", "tokenizer_config.json"])
 
 
 def _err(kind: str, message: str, path: Optional[str] = None) -> ErrorRecord:
@@ -70,6 +82,7 @@ class Discovery:
             self._note_alias(path)
             return None
         entry = describe_model(path, names, self.ship_cap, config_read)
+        entry.update(model_times(path))
         entry.update(extra)
         self.by_real[real] = entry
         self.models.append(entry)
@@ -162,6 +175,55 @@ class Discovery:
         # A broken config.json still marks a model dir worth listing, with its error.
         if config_read[1] is not None or is_model_dir(names, config_read[0]):
             self.add(path, names, config_read, root=root)
+
+
+def model_times(path: str) -> Dict[str, Optional[float]]:
+    """{"modified", "accessed"}: epoch seconds of the newest st_mtime / st_atime of the model's files.
+
+    huggingface_hub's scan_cache_dir defines a cached revision's and repo's times so (the
+    newest mtime / atime of the blobs its files lead to,
+    https://github.com/huggingface/huggingface_hub/blob/v2.4.0/src/huggingface_hub/utils/_cache_manager.py#L926-L955);
+    here the same for any model dir, within the bounds of its size (links followed but never
+    out of the model, model_summary.dir_size's depth and file cap). "accessed" leaves out
+    SELF_READ at the top, and is null when no other file is there. An atime is only as fresh
+    as the mount lets it be (relatime: at most once a day unless the file was written since;
+    noatime: never).
+    """
+    root = confine.allowed_root(path)
+    newest = {"modified": None, "accessed": None}  # type: Dict[str, Optional[float]]
+    stack = [(path, 0)]
+    seen = 0
+    while stack:
+        current, depth = stack.pop()
+        try:
+            with os.scandir(current) as it:
+                entries = list(it)
+        except OSError:
+            continue
+        for entry in entries:
+            seen += 1
+            if seen > MAX_SIZE_FILES:
+                return newest
+            try:
+                if entry.is_symlink() and not confine.within(os.path.realpath(entry.path), root):
+                    continue  # its target is not even stat'ed (as for the size)
+                st = os.stat(entry.path)  # follows a snapshot link to its blob, as the scanner does
+            except OSError:
+                continue
+            if stat.S_ISDIR(st.st_mode):
+                if depth < SIZE_DEPTH and not entry.name.startswith("."):
+                    stack.append((entry.path, depth + 1))
+            elif stat.S_ISREG(st.st_mode):
+                _newer(newest, "modified", st.st_mtime)
+                if not (depth == 0 and entry.name in SELF_READ):
+                    _newer(newest, "accessed", st.st_atime)
+    return newest
+
+
+def _newer(times: Dict[str, Optional[float]], key: str, value: float) -> None:
+    current = times[key]
+    if current is None or value > current:
+        times[key] = round(value, 3)
 
 
 def _is_dir_entry(path: str) -> bool:
