@@ -683,7 +683,7 @@ class Bench:
 
     # -- report --------------------------------------------------------------------
     def report(self, elapsed: float) -> str:
-        # Headings at the README's levels: the output pastes under its "## Performance" as is.
+        # Headings at docs/performance.md's levels: the output pastes there as is.
         out = ["", f"### One run of `scripts/bench`, --reps {self.reps} (medians of alternating runs)", "",
                f"Machine: {os.cpu_count()} CPU(s), Python {sys.version.split()[0]}, {os.uname().sysname} "
                f"{os.uname().release}; hosts are OpenSSH servers on 127.0.0.x of the same machine. "

@@ -21,6 +21,7 @@ from typing import Any
 import pytest
 
 from tests import lxc_host, podman_host
+from tests.documents.validate import check_stdout
 from tests.fixtures.kimi_model import build_kimi_model
 from tests.fixtures.venvs import make_venv
 from tests.sshd_server import ClientKeys, SSHServer, start_sshd, trust
@@ -66,6 +67,7 @@ def run_cli(*args: str, timeout: float = 240, env: dict[str, str] | None = None,
         full_env.pop(name, None)
     proc = subprocess.run([sys.executable, "-m", "introspect.cli.main", *args], capture_output=True,
                           text=True, timeout=timeout, env=full_env, cwd=cwd or NEUTRAL_CWD)
+    check_stdout(proc.stdout)  # an introspect.* document must match its committed JSON Schema
     return CLIResult(proc.returncode, proc.stdout, proc.stderr)
 
 

@@ -1,6 +1,6 @@
 """The code base keeps its shape: small modules, short functions, no private issue numbers.
 
-These limits are the project's quality bar (README, Design): a module over 400 lines or a
+These limits are the project's quality bar (docs/architecture.md): a module over 400 lines or a
 function over 60 lines is split by job; comments say why instead of citing our own issues.
 """
 

@@ -4,7 +4,7 @@ Commands render their report and return a :class:`Finished`; ``main`` is the onl
 place that writes ``error:``/``fix:`` (and ``warning:``) lines, after the report, so
 every failure reads the same whichever command met it.
 
-One exit-code rule for every command (documented in the README):
+One exit-code rule for every command (documented in docs/output.md):
 
 - 0: everything asked for was done and nothing failed;
 - 1: the run completed but found problems (error findings, failed checks, differences);

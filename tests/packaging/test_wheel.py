@@ -61,6 +61,8 @@ def test_wheel_contents(wheel: zipfile.ZipFile) -> None:
     names = set(wheel.namelist())
     assert {"introspect/py.typed", "introspect/api.py", "introspect/cli/main.py", "introspect/remote/contract.py",
             "introspect/remote/tasks/model.py"} <= names
+    # The JSON Schemas ship with the models they are generated from (`introspect schema NAME` reads them).
+    assert {"introspect/schemas/profile.v1.json", "introspect/schemas/VERSIONS", "introspect/documents/profile.py"} <= names
     for example, original in (("hosts.yaml", "hosts.yaml"),
                               ("introspect-health.service", "scripts/introspect-health.service"),
                               ("introspect-health.timer", "scripts/introspect-health.timer")):
