@@ -21,6 +21,13 @@ The mask token follows preflight's order of preference: the tokenizer's own mask
 token, else ``[UNK]`` (what the published Kimi-K2.5 DFlash drafter uses), else a
 reserved placeholder token, else the first embedding row no token has. Here it is
 not checked against the chat template; ``introspect preflight`` does that.
+
+Mask and stop ids come from the tokenizer only when it is the model's: after a stand-in
+(AutoTokenizer built one from ``model_type`` in a directory without tokenizer files, see
+``tokenizer_autotokenizer.stand_in_reason``) both are null, ``mask_token_reason`` /
+``stop_ids_reason`` say why. A drafter beside the model whose mask id is an ordinary token of
+the target's tokenizer (below its base vocabulary, neither special nor named) is a finding:
+the drafter would read that text token as the mask.
 """
 
 from __future__ import annotations
@@ -88,6 +95,35 @@ def stop_ids(tokenizer: dict[str, Any], generation_config: Any) -> list[int]:
     return sorted(ids)
 
 
+def stand_in(tokenizer: dict[str, Any]) -> str | None:
+    """Why no id may come from this tokenizer section (a stand-in), or None."""
+    block = as_dict(tokenizer.get("autotokenizer"))
+    if block.get("stand_in") is not True:
+        return None
+    return (f"AutoTokenizer built a stand-in tokenizer ({block.get('stand_in_reason')}): "
+            "copy the model's tokenizer files into its directory and probe again")
+
+
+def _mask_and_stops(tok: dict[str, Any], vocab: int | None, generation_config: Any) -> dict[str, Any]:
+    """mask_token / stop_ids with their reasons when null."""
+    reason = stand_in(tok)
+    if reason is not None:
+        return {"mask_token": None, "mask_token_reason": reason, "stop_ids": None, "stop_ids_reason": reason}
+    mask = mask_token(tok, vocab)
+    return {"mask_token": mask, "mask_token_reason": None if mask is not None else _no_mask(tok, vocab),
+            "stop_ids": stop_ids(tok, generation_config), "stop_ids_reason": None}
+
+
+def _no_mask(tok: dict[str, Any], vocab: int | None) -> str:
+    """Why mask_token found nothing."""
+    size = _int(tok.get("len")) or _int(tok.get("vocab_size"))
+    if size is None and not any(tok.get(k) for k in ("mask", "unk", "special_tokens")):
+        return "no tokenizer facts: no tokenizer file was read and no load gave any"
+    rows = (f"its {size} tokens fill the embedding's {vocab} rows" if size is not None and vocab is not None
+            else "its length or the embedding's row count is unknown")
+    return f"the tokenizer names no mask, unk or reserved token, and {rows}"
+
+
 def drafter_plan(arch: dict[str, Any], tokenizer: Any, generation_config: Any,
                  draft_layers: int = DEFAULT_DRAFT_LAYERS) -> dict[str, Any] | None:
     """The target-derived fields of a DFlash and an EAGLE-3 drafter; None without layer count."""
@@ -97,23 +133,25 @@ def drafter_plan(arch: dict[str, Any], tokenizer: Any, generation_config: Any,
     tok = as_dict(tokenizer)
     dflash_ids = spread_layer_ids(layers, draft_layers)
     eagle_ids = eagle3_layer_ids(layers)
+    ids = _mask_and_stops(tok, vocab, generation_config)
     common = {"hidden_size": hidden, "vocab_size": vocab, "num_target_layers": layers,
-              "stop_ids": stop_ids(tok, generation_config)}
+              "stop_ids": ids["stop_ids"], "stop_ids_reason": ids["stop_ids_reason"]}
     return {
         "convention": "layer ids are 0-based decoder-layer outputs; hidden-states index = id + 1 "
                       "(embeddings at 0; SGLang/vLLM capture before layer id + 1)",
         "dflash": dict(common, draft_layers=draft_layers, block_size=DEFAULT_BLOCK_SIZE,
                        target_layer_ids=dflash_ids, hidden_states_indices=[i + 1 for i in dflash_ids],
                        rule="round(1 + i * (n - 4) / (k - 1)), SGLang build_target_layer_ids",
-                       mask_token=mask_token(tok, vocab)),
+                       mask_token=ids["mask_token"], mask_token_reason=ids["mask_token_reason"]),
         "eagle3": dict(common, draft_vocab_size=min(DEFAULT_DRAFT_VOCAB, vocab) if vocab else None,
                        aux_layer_ids=eagle_ids, hidden_states_indices=[i + 1 for i in eagle_ids],
                        rule="[1, n // 2 - 1, n - 4] (capture before [2, n // 2, n - 3])"),
     }
 
 
-def check_drafters(plan: dict[str, Any] | None, drafters: Any) -> list[Finding]:
-    """A drafter beside the model that disagrees with its target is a finding."""
+def check_drafters(plan: dict[str, Any] | None, drafters: Any, tokenizer: Any = None) -> list[Finding]:
+    """A drafter beside the model that disagrees with its target is a finding; so is one whose
+    mask id is an ordinary token of the target's tokenizer (``tokenizer``: the profile's section)."""
     if plan is None:
         return []
     out = []
@@ -126,7 +164,46 @@ def check_drafters(plan: dict[str, Any] | None, drafters: Any) -> list[Finding]:
             out.append(make("warning", "drafter-mismatch",
                                f"drafter {drafter.get('path')} does not match its target: " + "; ".join(problems),
                                "retrain or re-export the drafter for this target (see the plan's drafter fields)"))
+        out += mask_collision(drafter, as_dict(tokenizer), as_dict(plan.get("dflash")).get("mask_token"))
     return out
+
+
+def ordinary_token(tokenizer: dict[str, Any], token_id: Any) -> str | None:
+    """How ``token_id`` is an ordinary token of the tokenizer, or None (it is not, or unknown).
+
+    Ordinary: below the base vocabulary (``vocab_size``: transformers' count without the added
+    tokens) and neither a special token nor a named one. Unknown for a stand-in, without a base
+    vocabulary, or when the special-token list was cut."""
+    tid, base = _int(token_id), _int(tokenizer.get("vocab_size"))
+    if tid is None or base is None or not 0 <= tid < base or stand_in(tokenizer) is not None:
+        return None
+    if tokenizer.get("special_tokens_truncated"):
+        return None
+    special = {_int(as_dict(t).get("id")) for t in tokenizer.get("special_tokens") or []}
+    special |= {_int(as_dict(tokenizer.get(k)).get("id")) for k in ("bos", "eos", "pad", "unk", "mask")}
+    if tid in special:
+        return None
+    source = as_dict(tokenizer.get("sources")).get("vocab_size") or "the tokenizer"
+    return (f"id {tid} lies below the tokenizer's base vocabulary of {base} ({source}) and is no special "
+            "or named token: an ordinary text token")
+
+
+def mask_collision(drafter: dict[str, Any], tokenizer: dict[str, Any], proposed: Any) -> list[Finding]:
+    """The warning for a drafter whose mask_token_id is an ordinary token of its target."""
+    how = ordinary_token(tokenizer, drafter.get("mask_token_id"))
+    if how is None:
+        return []
+    mask = as_dict(proposed)
+    if _int(mask.get("id")) is not None:
+        label = f" ({mask.get('token')})" if mask.get("token") is not None else " (an embedding row no token uses)"
+        fix = (f"# set dflash_config.mask_token_id to {mask['id']}{label} in {drafter.get('path')}/config.json, "
+               "as the plan proposes, and retrain: every training block masked that text token instead")
+    else:
+        fix = (f"# set dflash_config.mask_token_id in {drafter.get('path')}/config.json to a special token the "
+               "data never contains, or to an embedding row past len(tokenizer), and retrain")
+    return [make("warning", "mask-token-collision",
+                 f"drafter {drafter.get('path')}: mask_token_id {drafter.get('mask_token_id')} collides with a "
+                 f"real token of the target: {how}", fix)]
 
 
 def _mismatches(want: dict[str, Any], drafter: dict[str, Any]) -> list[str]:

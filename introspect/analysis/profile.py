@@ -120,7 +120,7 @@ def analyze(raw: RawFacts | dict[str, Any]) -> Profile:
         as_dict(raw.get("tokenizer_files")),
         raw.get("tokenizer_probe") if isinstance(raw.get("tokenizer_probe"), dict) else None,
         config=config if isinstance(config, dict) else None, target=dict(target),
-        remote_code_allowed=bool(options.get("remote_code", True))),
+        remote_code_allowed=bool(options.get("remote_code", True)), model_files=files),
         lambda: tokenizer_section({}, None, config=None, target={}, remote_code_allowed=True), damage)
 
     timings = dict(as_dict(raw.get("timings")))

@@ -14,6 +14,7 @@ from introspect.analysis.engines import analyze_engines
 from introspect.analysis.findings import Finding
 from introspect.analysis.gpus import analyze_gpus, budget_from
 from introspect.analysis.plan import DEFAULT_FRACTION, GpuBudget, plan_section
+from introspect.analysis.plan_context import ContextOptions, rope_default
 from introspect.analysis.plan_weights import split_weights
 from introspect.remote.contract import as_dict
 
@@ -27,17 +28,25 @@ def serving_sections(raw: dict[str, Any], architecture: Any, tokenizer: Any
     gpus, gpu_findings = analyze_gpus(raw.get("gpus"))
     num_layers = arch.get("num_layers") if isinstance(arch.get("num_layers"), int) else None
     weights = split_weights(raw.get("safetensors"), num_layers)
-    plan = plan_section(arch, weights, budget_from(gpus))
+    # The engine's default max_model_len needs the RoPE settings, which only the raw config.json has.
+    default_len = rope_default(as_dict(raw.get("files")).get("config"), arch.get("nesting"),
+                               arch.get("max_context") if isinstance(arch.get("max_context"), int) else None)
+    plan = plan_section(arch, weights, budget_from(gpus), default_len=default_len)
     drafters = drafter_plan(arch, tokenizer, as_dict(raw.get("files")).get("generation_config"))
     findings = engine_findings + gpu_findings
-    findings += check_drafters(drafters, as_dict(arch.get("speculative")).get("drafters"))
+    findings += check_drafters(drafters, as_dict(arch.get("speculative")).get("drafters"), tokenizer)
     if isinstance(arch.get("speculative"), dict):
         arch["speculative"]["drafter_plan"] = drafters
     return {"engines": engines, "gpus": gpus, "plan": plan}, findings
 
 
-def replan(profile: dict[str, Any], budget: GpuBudget, fraction: float = DEFAULT_FRACTION) -> dict[str, Any]:
+def replan(profile: dict[str, Any], budget: GpuBudget, fraction: float = DEFAULT_FRACTION,
+           context: ContextOptions | None = None) -> dict[str, Any]:
     """The plan section of a saved profile for other GPUs (``introspect plan``)."""
-    weights = as_dict(profile.get("plan")).get("weights")
+    saved = as_dict(profile.get("plan"))
+    weights = saved.get("weights")
+    length, source = saved.get("max_model_len"), saved.get("max_model_len_source")
+    # The probe derived the default from config.json (RoPE included); a profile from before that has none.
+    default_len = ((length, str(source)) if isinstance(length, int) and source != "--max-model-len" else None)
     return plan_section(as_dict(profile.get("architecture")), weights if isinstance(weights, dict) else None,
-                        budget, fraction)
+                        budget, fraction, context, default_len)

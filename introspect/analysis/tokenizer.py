@@ -32,6 +32,10 @@ each is compared with the loaded value (:mod:`introspect.analysis.tokenizer_agre
 The section opens with ``autotokenizer`` (did ``AutoTokenizer.from_pretrained`` load in that
 venv, and if not: why and the fix) and ``native`` (what the layout's own library loaded
 instead, read and could not know): :mod:`introspect.analysis.tokenizer_autotokenizer`.
+
+A stand-in (AutoTokenizer built a tokenizer from ``model_type`` alone, in a directory without
+tokenizer files: ``tokenizer_autotokenizer.stand_in_reason``) is not loaded: the section's facts
+come from the files, ``loaded`` is false, and the ``tokenizer-stand-in`` warning says why.
 """
 
 from __future__ import annotations
@@ -41,10 +45,17 @@ from typing import Any
 from introspect.analysis.added_tokens import judge_added_tokens
 from introspect.analysis.findings import Finding
 from introspect.analysis.tokenizer_agreement import disagreements, file_facts, native_load
-from introspect.analysis.tokenizer_autotokenizer import autotokenizer_block, native_block, unreported_failure
+from introspect.analysis.tokenizer_autotokenizer import (
+    autotokenizer_block,
+    autotokenizer_loaded,
+    backing_files,
+    native_block,
+    stand_in_reason,
+    unreported_failure,
+)
 from introspect.analysis.tokenizer_caps import cap_findings, with_totals
 from introspect.analysis.tokenizer_fallback import NAMED, facts_from_files
-from introspect.analysis.tokenizer_findings import config_vocab_size, tokenizer_findings
+from introspect.analysis.tokenizer_findings import config_vocab_size, stand_in_finding, tokenizer_findings
 from introspect.remote.contract import as_dict
 
 __all__ = ["analyze_tokenizer", "config_vocab_size", "facts_from_files", "tokenizer_section"]
@@ -73,22 +84,28 @@ def tokenizer_section(
     config: dict[str, Any] | None,
     target: dict[str, Any],
     remote_code_allowed: bool,
+    model_files: Any = None,
 ) -> tuple[dict[str, Any], list[Finding]]:
-    """(tokenizer section, typed findings). Never raises on malformed raw facts."""
+    """(tokenizer section, typed findings). Never raises on malformed raw facts.
+
+    ``model_files``: the raw ``files`` facts (their listing tells whether a tokenizer file exists)."""
     files = as_dict(tokenizer_files)
     probe = tokenizer_probe if isinstance(tokenizer_probe, dict) else None
     from_files = facts_from_files(files)
-    if probe is not None and probe.get("loaded"):
+    stand_in = (stand_in_reason(probe, config_vocab=config_vocab_size(config)[0],
+                                backing=backing_files(model_files)) if autotokenizer_loaded(probe) else None)
+    if probe is not None and probe.get("loaded") and stand_in is None:
         section = _section_from_probe(probe, from_files)
         # The file-derived facts ride along, for the same-story check and for diff.
         section["from_files"] = file_facts(from_files)
-    else:
-        section = _section_from_files(from_files, probe)
+    else:  # a stand-in's facts are the defaults of its class: none of them is taken
+        section = _section_from_files(from_files, probe, stand_in=stand_in is not None)
     section = with_totals(section, probe, from_files)  # every capped list: <key>_total, <key>_truncated
     # What a pipeline's AutoTokenizer call does in that venv comes first, then the native load if any.
-    block = autotokenizer_block(probe, target, remote_code_allowed)
+    block = autotokenizer_block(probe, target, remote_code_allowed, stand_in)
     section = {"autotokenizer": block, "native": native_block(probe), **section}
     findings = tokenizer_findings(section, files, config, target, remote_code_allowed) + cap_findings(section, target)
+    findings += stand_in_finding(block, probe, target)
     if remote_code_allowed or not files.get("remote_code"):  # else transformers loaded another class
         findings += disagreements(section, as_dict(section.get("from_files")))
     findings += native_load(probe, target)
@@ -147,10 +164,11 @@ def _probe_fact(probe: dict[str, Any], fact: str) -> Any:
     return value
 
 
-def _section_from_files(from_files: dict[str, Any], probe: dict[str, Any] | None) -> dict[str, Any]:
+def _section_from_files(from_files: dict[str, Any], probe: dict[str, Any] | None,
+                        stand_in: bool = False) -> dict[str, Any]:
     values = {fact: from_files.get(fact) for fact in FACTS}
     sources: dict[str, str | None] = {fact: ("files" if values[fact] is not None else None) for fact in FACTS}
-    return _section(
+    section = _section(
         loaded=False,
         source="files",
         values=values,
@@ -158,9 +176,14 @@ def _section_from_files(from_files: dict[str, Any], probe: dict[str, Any] | None
         sample=None,
         sample_error=None,
         error=_error_summary(probe.get("error")) if probe else None,
+        # A stand-in's added-token check compares the files with the stand-in: no verdict on the tokenizer.
         from_files=from_files,
-        probe=probe,
+        probe=None if stand_in else probe,
     )
+    if stand_in and probe is not None:  # the load happened: its versions and time still stand
+        section["transformers_version"] = probe.get("transformers_version")
+        section["load_seconds"] = probe.get("load_seconds")
+    return section
 
 
 def _section(

@@ -1,4 +1,5 @@
-"""The tokenizer section's findings: load failures, missing packages, id disagreements, vocab vs embedding."""
+"""The tokenizer section's findings: load failures, missing packages, id disagreements, vocab vs embedding,
+a stand-in tokenizer."""
 
 from __future__ import annotations
 
@@ -6,7 +7,7 @@ from typing import Any
 
 from introspect.analysis.added_tokens import judge_added_tokens
 from introspect.analysis.findings import Finding, Severity, pip_fix
-from introspect.analysis.tokenizer_autotokenizer import autotokenizer_fix
+from introspect.analysis.tokenizer_autotokenizer import autotokenizer_fix, stand_in_fix
 from introspect.analysis.tokenizer_limits import (
     LIMIT_CAUSES,
     load_limit_finding,
@@ -176,6 +177,23 @@ def _vocab_vs_embedding(section: dict[str, Any], config: dict[str, Any] | None) 
             "use the tokenizer that belongs to this checkpoint, or never emit ids at or above " + str(rows),
         )
     ]
+
+
+def stand_in_finding(block: dict[str, Any], probe: Any, target: dict[str, Any]) -> list[Finding]:
+    """The warning for a stand-in: AutoTokenizer "loaded", but no tokenizer of this model."""
+    if block.get("stand_in") is not True:
+        return []
+    probe = as_dict(probe)
+    model = target.get("model_path")
+    return [Finding(
+        Severity.WARNING,
+        "tokenizer-stand-in",
+        f"AutoTokenizer built a stand-in {probe.get('class') or 'tokenizer'} for {model or 'the model directory'} "
+        f"from config.json's model_type, not the model's tokenizer: {block.get('stand_in_reason')}; the tokenizer "
+        "facts shown come from the files, and the drafter plan gives no mask or stop ids",
+        stand_in_fix(model),
+        {"len": probe.get("len"), "class": probe.get("class")},
+    )]
 
 
 def config_vocab_size(config: dict[str, Any] | None) -> tuple[int | None, str | None]:

@@ -13,6 +13,7 @@ import click
 
 from introspect.analysis.drafter_plan import drafter_config, spread_layer_ids
 from introspect.analysis.plan import DEFAULT_FRACTION, GpuBudget
+from introspect.analysis.plan_context import KV_DTYPES, ContextOptions
 from introspect.analysis.result import PROFILE_SCHEMA
 from introspect.analysis.serving import replan
 from introspect.cli import help_examples
@@ -56,17 +57,29 @@ def write_drafter_config(profile: dict[str, Any], kind: str, path: str, draft_la
 @click.command("plan", epilog=help_examples.PLAN)
 @click.argument("profile_file", type=click.Path(dir_okay=False, allow_dash=True))
 @click.option("--gpus", type=click.IntRange(1, 1024), help="GPU count (default: the probed host's).")
+@click.option("--nodes", type=click.IntRange(1, 128), help="Nodes of --gpus-per-node GPUs each: layouts may span "
+              "them (TP within a node and PP across nodes first, as vLLM's guide advises; TP across nodes next).")
+@click.option("--gpus-per-node", type=click.IntRange(1, 64), help="GPUs in each node (with --nodes).")
 @click.option("--gpu-mem", metavar="SIZE", help="Memory of one GPU: 141GB (decimal, as vendors state it: 131.3 GiB), "
               "131GiB, or 143771MiB (as nvidia-smi prints it); a bare number is refused (default: the probed host's).")
 @click.option("--gpu", "gpu_name", metavar="NAME", help="Take the memory from nvidia-smi's total for NAME: "
               "H100, H200, A100-80GB, A100-40GB.")
 @click.option("--mem-fraction", type=click.FloatRange(0.05, 1.0), default=DEFAULT_FRACTION, show_default=True,
               help="Share of GPU memory for weights and KV cache (SGLang --mem-fraction-static).")
+@click.option("--max-model-len", type=click.IntRange(1, 2**31), metavar="TOKENS",
+              help="Context every layout must hold one request of, as the engines check at start "
+              "(default: the model's, as vLLM derives it from config.json).")
+@click.option("--kv-dtype", type=click.Choice(KV_DTYPES), default="auto", show_default=True,
+              help="KV cache dtype: auto = the model's (bf16 for fp8 or fp32 checkpoints), fp8 = 1 byte an element.")
+@click.option("--context-len", type=click.IntRange(1, 2**31), metavar="TOKENS",
+              help="Also count the concurrent requests of this length.")
 @click.option("--json", "as_json", is_flag=True, help="Print the plan section as JSON.")
 @click.option("--emit-drafter-config", "emit", nargs=2, type=(click.Choice(DRAFTER_KINDS), click.Path(dir_okay=False)),
               help="Write a DFlash or EAGLE-3 drafter config skeleton: KIND FILE.")
 @click.option("--draft-layers", type=click.IntRange(1, 64), help="DFlash draft layers (target layer ids).")
-def plan(profile_file: str, gpus: int | None, gpu_mem: str | None, gpu_name: str | None, mem_fraction: float,
+def plan(profile_file: str, gpus: int | None, nodes: int | None, gpus_per_node: int | None,
+         gpu_mem: str | None, gpu_name: str | None, mem_fraction: float,
+         max_model_len: int | None, kv_dtype: str, context_len: int | None,
          as_json: bool, emit: tuple[str, str] | None, draft_layers: int | None) -> Finished:
     """Which TP / EP / PP layouts fit, with how much KV cache, from a saved profile."""
     profile = read_profile(profile_file)
@@ -76,13 +89,15 @@ def plan(profile_file: str, gpus: int | None, gpu_mem: str | None, gpu_name: str
         raise UsageError("--gpu and --gpu-mem both give the GPU's memory", hint=f"{command} --gpu {shlex.quote(gpu_name)}")
     name, memory = (gpu_by_name(gpu_name, command) if gpu_name
                     else (None, parse_gpu_mem(gpu_mem, command) if gpu_mem else 0))
+    gpus, per_node = _node_gpus(gpus, nodes, gpus_per_node, command)
     if (gpus is None or not memory) and not probed:
         raise UsageError("the profile has no GPU facts", hint=f"{command} --gpu-mem 96GiB  # or --gpu H200")
     budget = GpuBudget(count=gpus or int(probed.get("count") or 0),
                        memory_bytes=memory or int(probed.get("memory_bytes") or 0),
                        name=name if memory else probed.get("name"),
-                       source="flags" if gpus or memory else str(probed.get("source")))
-    profile = dict(profile, plan=replan(profile, budget, mem_fraction))
+                       source="flags" if gpus or memory else str(probed.get("source")), per_node=per_node)
+    context = ContextOptions(max_model_len, kv_dtype, context_len)
+    profile = dict(profile, plan=replan(profile, budget, mem_fraction, context))
     if emit:
         write_drafter_config(profile, emit[0], emit[1], draft_layers)
     if as_json:
@@ -95,6 +110,38 @@ def plan(profile_file: str, gpus: int | None, gpu_mem: str | None, gpu_name: str
 
         make_console().print(plan_section(profile), crop=False)  # a word wider than the terminal stays whole
     if profile["plan"].get("best") is None:
-        return Finished(EXIT_FINDINGS, (Notice(str(profile["plan"].get("reason")), "add GPUs, use GPUs with more "
-                                               "memory, or a smaller (more quantized) checkpoint", kind="NoLayoutFits"),))
+        return Finished(EXIT_FINDINGS, (Notice(str(profile["plan"].get("reason")), _no_fit_fix(profile["plan"]),
+                                               kind="NoLayoutFits"),))
     return Finished(0)
+
+
+def _node_gpus(gpus: int | None, nodes: int | None, per_node: int | None, command: str
+               ) -> tuple[int | None, int | None]:
+    """(GPU count, GPUs per node) from --gpus or --nodes x --gpus-per-node."""
+    if nodes is None and per_node is None:
+        return gpus, None
+    if nodes is None or per_node is None:
+        raise UsageError("--nodes and --gpus-per-node go together",
+                         hint=f"{command.replace(' --gpus N', '')} --nodes 2 --gpus-per-node 8 --gpu H200")
+    if gpus is not None and gpus != nodes * per_node:
+        raise UsageError(f"--gpus {gpus} is not --nodes {nodes} x --gpus-per-node {per_node}",
+                         hint=f"{command.split(' --gpus')[0]} --nodes {nodes} --gpus-per-node {per_node}"
+                              "  # --gpus is then implied")
+    return nodes * per_node, per_node
+
+
+def _no_fit_fix(plan: dict[str, Any]) -> str:
+    """A shorter context where one layout holds the weights but not one request, else more memory."""
+    fix = as_dict(plan.get("context_fix"))
+    if not fix.get("max_model_len"):
+        return "add GPUs, use GPUs with more memory, or a smaller (more quantized) checkpoint"
+    params = click.get_current_context().params
+    flags = [("--gpus", params.get("gpus")), ("--nodes", params.get("nodes")),
+             ("--gpus-per-node", params.get("gpus_per_node")),
+             ("--gpu-mem", params.get("gpu_mem")), ("--gpu", params.get("gpu_name")),
+             ("--mem-fraction", params.get("mem_fraction") if params.get("mem_fraction") != DEFAULT_FRACTION else None),
+             ("--kv-dtype", params.get("kv_dtype") if params.get("kv_dtype") != "auto" else None)]
+    words = [shlex.quote(str(params.get("profile_file")))] + [f"{flag} {shlex.quote(str(value))}"
+                                                             for flag, value in flags if value is not None]
+    return (f"introspect plan {' '.join(words)} --max-model-len {fix['max_model_len']}"
+            "  # or add GPUs; --kv-dtype fp8 halves the KV")

@@ -190,7 +190,10 @@ def _autotokenizer_rows(table: Table, tok: dict[str, Any]) -> None:
     auto = as_dict(tok.get("autotokenizer"))
     if not auto:  # a profile from a version without the block
         return
-    if auto.get("ok") is True:
+    if auto.get("ok") is True and auto.get("stand_in") is True:
+        verdict = "[bold yellow]stand-in[/bold yellow] — " + escape(
+            f"built {auto.get('class')} from model_type, not the model's tokenizer: {auto.get('stand_in_reason')}")
+    elif auto.get("ok") is True:
         version = f", transformers {auto.get('transformers_version')}" if auto.get("transformers_version") else ""
         verdict = escape(f"loads ({auto.get('class')}{version})")
     elif auto.get("ok") is False:

@@ -83,7 +83,20 @@ def gpus_section(profile: dict[str, Any]) -> Table:
 # Verdict and reason apart: the reason is the one free-text column, so a narrow terminal puts it
 # on its own line under the layout instead of folding it into a sliver (render_table.py).
 LAYOUT_COLUMNS = (Col("layout"), Col("GPUs", "num"), Col("weights/GPU", "num"), Col("KV room/GPU", "num"),
-                  Col("KV tokens", "num"), Col("fits"), Col("why not", "text"))
+                  Col("KV tokens", "num"), Col("max context", "num"), Col("requests", "num"), Col("fits"),
+                  Col("why not", "text"))
+
+
+def _context_cells(item: dict[str, Any]) -> list[str]:
+    """The longest request that fits, and how many of max-model-len (and of --context-len) fit at once."""
+    longest, requests = item.get("max_context_fits"), item.get("concurrent_requests")
+    if not isinstance(longest, int) or not item.get("kv_room_bytes_per_gpu"):
+        return ["-", "-"]
+    shown = f"{requests:,}" if isinstance(requests, int) else "-"
+    at = item.get("concurrent_requests_at_context_len")
+    if isinstance(at, int):
+        shown += f" ({at:,} of {item.get('context_len'):,})"
+    return [f"{longest:,}", shown]
 
 
 def _layout_table(layouts: list[Any]) -> Rows:
@@ -98,7 +111,7 @@ def _layout_table(layouts: list[Any]) -> Rows:
             shown += f" (x{replicas} = {item.get('kv_tokens_total'):,})"
         rows.append([escape(str(item.get("name"))), str(item.get("gpus")), human_bytes(item.get("weight_bytes_per_gpu")),
                      human_bytes(item.get("kv_room_bytes_per_gpu")) if fitting else "-", shown,
-                     "[green]fits[/green]" if fitting else "[red]no[/red]",
+                     *_context_cells(item), "[green]fits[/green]" if fitting else "[red]no[/red]",
                      "" if fitting else escape("; ".join(item.get("reasons") or []))])
     return Rows(LAYOUT_COLUMNS, rows, header_style="dim")
 
@@ -116,6 +129,10 @@ def plan_section(profile: dict[str, Any]) -> Table:
         _row(table, "for", f"{gpus.get('count')} x {human_bytes(gpus.get('memory_bytes'))}"
              f"{' ' + str(gpus['name']) if gpus.get('name') else ''} ({gpus.get('source')}), "
              f"memory fraction {plan.get('memory_fraction')}")
+    if isinstance(plan.get("max_model_len"), int):
+        _row(table, "context", f"one request of {plan['max_model_len']:,} tokens must fit "
+             f"(max-model-len from {plan.get('max_model_len_source')}), KV cache {plan.get('kv_dtype')}; "
+             "requests = how many of that length fit at once")
     _row(table, "KV per token", plan.get("kv_rule"))
     if plan.get("layouts"):
         table.add_row("layouts", _layout_table(plan["layouts"]))

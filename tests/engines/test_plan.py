@@ -59,8 +59,9 @@ def test_hand_computed_weight_split(kimi_profile: Path) -> None:
 def test_eight_gpus_of_96_gib(kimi_profile: Path) -> None:
     plan = _plan(kimi_profile, "--gpus", "8", "--gpu-mem", "96GiB")
     layouts = {item["name"]: item for item in plan["layouts"]}
-    # 61 layers is prime: no PP candidate; MoE: an EP variant per TP > 1.
-    assert list(layouts) == ["TP1", "TP2", "TP2 EP2", "TP4", "TP4 EP4", "TP8", "TP8 EP8"]
+    # MoE: an EP variant per TP > 1; 61 layers split unevenly over PP as vLLM's get_pp_indices does.
+    assert list(layouts)[:7] == ["TP1", "TP2", "TP2 EP2", "TP4", "TP4 EP4", "TP8", "TP8 EP8"]
+    assert "TP4 EP4 PP2" in layouts and "TP1 PP8" in layouts and "TP8 PP2" not in layouts  # 16 GPUs > 8
     usable = int(96 * GIB * 0.9)  # 92,771,293,593 B
     tp8 = layouts["TP8 EP8"]
     assert tp8["weight_bytes_per_gpu"] == per_gpu(8) == 76_182_662_656
@@ -70,11 +71,20 @@ def test_eight_gpus_of_96_gib(kimi_profile: Path) -> None:
     assert tp8["kv_tokens_per_gpu"] == (usable - per_gpu(8)) // KV_PER_TOKEN == 236_063
     assert tp8["kv_tokens_total"] == 236_063 and tp8["replicas"] == 1
     assert tp8["max_context_sequences"] == 0  # fewer tokens than one 262,144-token context
-    assert tp8["fits"] and layouts["TP8"]["fits"]
+    # So no layout fits: vLLM refuses to start when one max_model_len request does not fit
+    # (kv_cache_planning.py check_enough_kv_cache_memory; tests/engines/test_plan_context.py).
+    assert not tp8["fits"] and not layouts["TP8"]["fits"] and tp8["max_context_fits"] == 236_063
     tp4 = layouts["TP4 EP4"]
     assert tp4["weight_bytes_per_gpu"] == per_gpu(4) == 150_185_982_976 and not tp4["fits"]
     assert tp4["reasons"] == ["weights 139.9 GiB per GPU > usable 86.4 GiB (0.9 x 96.0 GiB)"]
-    assert plan["best"] == "TP8"
+    # PP 8 holds it: 61 layers split 7+7+8+8+8+8+8+7; an 8-layer stage holds 8/61 of the layers
+    # (589,508,270,080 B x 8/61 = 77,312,560,010 B) and the least room per layer it caches, with
+    # 70,272 x 8/61 = 9,216 B of every token: (92,771,293,593 - 77,312,560,010) // 9,216 = 1,677,379.
+    pp8 = layouts["TP1 PP8"]
+    assert pp8["weight_bytes_per_gpu"] == round((EXPERTS + TENSOR_PARALLEL + REPLICATED) * 8 / 61)
+    assert pp8["kv_bytes_per_token_per_gpu"] == 9_216 and pp8["kv_tokens_per_gpu"] == 1_677_379
+    assert pp8["fits"] and layouts["TP4 PP2"]["fits"]
+    assert plan["best"] == "TP4 PP2"  # of the layouts that fit, the fewest pipeline stages (the most TP)
     checks = {c["check"]: c for c in tp8["checks"]}
     assert checks["attention heads % TP"]["ok"] and checks["experts % EP"]["detail"] == "384 experts over EP 8"
     tp8_checks = {c["check"]: c for c in layouts["TP8"]["checks"]}
@@ -112,7 +122,13 @@ def test_gqa_heads_split_pp_and_divisibility() -> None:
                          "final": 0, "vision": 0, "experts": 0}}
     plan = plan_section(arch, weights, GpuBudget(count=8, memory_bytes=24 * GIB))
     layouts = {item["name"]: item for item in plan["layouts"]}
-    assert "TP1 PP8" not in layouts and "TP2 PP4" in layouts and "TP4 PP2" in layouts  # 28 % 8 != 0
+    assert "TP2 PP4" in layouts and "TP4 PP2" in layouts
+    # 28 layers over PP 8: 3 each and the 4 left over to the stages before the last (vLLM get_pp_indices).
+    pp8 = {c["check"]: c for c in layouts["TP1 PP8"]["checks"]}["layers over PP"]
+    assert pp8["ok"] and pp8["detail"] == "28 layers over PP 8: 3 + 3 + 3 + 4 + 4 + 4 + 4 + 3 (vLLM splits unevenly)"
+    # The heaviest stage has 4 of 28 layers (12 GiB x 4/28) plus no end: 1.714 GiB; the first
+    # (3 layers + embedding 1 GiB) = 12 GiB x 3/28 + 1 GiB = 2.286 GiB is heavier still.
+    assert layouts["TP1 PP8"]["weight_bytes_per_gpu"] == round(12 * GIB * 3 / 28 + GIB)
     per_token = 2 * 4 * 128 * 2 * 28  # K and V, 4 heads of 128, BF16, 28 layers = 57,344 B
     assert arch["kv_cache"]["bytes_per_token"] == per_token
     assert layouts["TP2"]["kv_bytes_per_token_per_gpu"] == per_token // 2
@@ -166,7 +182,9 @@ def test_sliding_layers_are_named_in_the_rule() -> None:
     assert arch["kv_cache"]["sliding_window_cap"] == 4096
     plan = plan_section(arch, {"bytes": {"tensor_parallel": 18 * GIB}}, GpuBudget(count=1, memory_bytes=80 * GIB))
     assert "stop growing past 4096 tokens" in plan["kv_rule"]
-    assert plan["layouts"][0]["kv_bytes_per_token_per_gpu"] == arch["kv_cache"]["bytes_per_token"]
+    # config.json says float32; the engines serve (and cache) it at bfloat16 (plan_context.py).
+    assert arch["kv_cache"]["bytes_per_element"] == 4
+    assert plan["layouts"][0]["kv_bytes_per_token_per_gpu"] == arch["kv_cache"]["bytes_per_token"] // 2
 
 
 def test_probed_gpus_give_the_profile_its_plan(tmp_path: Path) -> None:

@@ -1,0 +1,183 @@
+"""Context length in the plan: the KV of one request at ``max_model_len`` must fit beside the weights.
+
+The engines' rules, from the installed sources (vLLM 0.33.0, SGLang 0.5.23):
+
+* vLLM refuses to start when the KV memory left after weights, activations and CUDA graphs
+  cannot hold one request of ``max_model_len`` tokens ("To serve at least one request with the
+  model's max seq len ..."), and names the longest length that would fit:
+  https://github.com/vllm-project/vllm/blob/v0.33.0/vllm/v1/core/kv_cache_planning.py#L151
+  (``check_enough_kv_cache_memory``; the message at #L50, the binary search at #L97).
+* SGLang starts, warns, and caps every request at the pool's size instead
+  (``max_req_len = min(context_len - 1, kv_capacity - 1)``):
+  https://github.com/sgl-project/sglang/blob/v0.5.23/python/sglang/srt/managers/tp_worker.py#L558
+* ``max_model_len`` defaults to the config's ``max_position_embeddings`` (the smallest of the
+  length keys), times the RoPE ``factor`` except for yarn / llama3 / longrope, whose
+  ``max_position_embeddings`` is already the scaled length:
+  https://github.com/vllm-project/vllm/blob/v0.33.0/vllm/config/model.py#L2545
+* KV dtype ``auto`` is the model's dtype, with float32 (and any dtype the GPU cannot compute in,
+  like an fp8 ``torch_dtype``) taken down to bfloat16, the CUDA platform's first dtype:
+  https://github.com/vllm-project/vllm/blob/v0.33.0/vllm/config/model.py#L2423 and
+  https://github.com/sgl-project/sglang/blob/v0.5.23/python/sglang/srt/mem_cache/kv_cache_dtype.py#L49
+  ``fp8`` stores one byte per element; MLA with a sparse-attention indexer (DeepSeek-V3.2) uses
+  vLLM's ``fp8_ds_mla`` row of 656 bytes per token and layer (512 fp8 + 4 fp32 scales + 64 bf16
+  rope), and the indexer's key is always fp8 plus a 4-byte scale per 128 elements:
+  https://github.com/vllm-project/vllm/blob/v0.33.0/vllm/model_executor/layers/attention/mla_attention.py#L1386
+  https://github.com/vllm-project/vllm/blob/v0.33.0/vllm/model_executor/models/deepseek_v2.py#L732
+
+Sizes are per GPU and exact to the token: the engines allocate whole blocks (16 tokens, 64 for
+FlashMLA) and keep one null block aside, so their figure can be one block smaller.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from typing import Any
+
+from introspect.remote.contract import as_dict
+
+KV_DTYPES = ("auto", "fp8")
+HALF_DTYPES = ("bfloat16", "float16")
+FP8_DS_MLA_ROW = 656  # vLLM mla_attention.py #L1386: bytes per token and layer of the fp8_ds_mla layout
+INDEXER_SCALE_BLOCK = 128  # vLLM deepseek_v2.py #L724: one fp32 scale per 128 indexer-key elements
+# vLLM model.py #L2610: these RoPE types leave max_position_embeddings already scaled.
+PRESCALED_ROPE = ("su", "longrope", "llama3", "yarn", "deepseek_yarn", "deepseek_llama_scaling")
+
+
+@dataclasses.dataclass(frozen=True)
+class ContextOptions:
+    """What the plan checks: one request of ``max_model_len`` (None: the model's), KV at ``kv_dtype``."""
+
+    max_model_len: int | None = None
+    kv_dtype: str = "auto"
+    context_len: int | None = None
+
+
+@dataclasses.dataclass(frozen=True)
+class TokenBytes:
+    """KV bytes of one token for the whole model: ``growing`` with every token, ``bounded`` only up
+    to ``window`` tokens (sliding-window / chunked layers), ``state`` once per sequence."""
+
+    growing: int
+    bounded: int
+    window: int | None
+    state: int
+    dtype: str
+    known: bool
+
+    @property
+    def per_token(self) -> int:
+        return self.growing + self.bounded
+
+
+def _int(value: Any) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def engine_kv_dtype(model_dtype: Any, kv_dtype: str) -> str:
+    if kv_dtype == "fp8":
+        return "fp8"
+    return model_dtype if model_dtype in HALF_DTYPES else "bfloat16"
+
+
+def _dsa_bytes(arch: dict[str, Any], kv: dict[str, Any], kv_dtype: str) -> int | None:
+    """Per-token bytes of an MLA model with an indexer at the engine's layout, or None if not one."""
+    attention, width = as_dict(arch.get("attention")), _int(kv.get("bytes_per_element")) or 2
+    indexer = _int(kv.get("indexer_bytes_per_token_per_layer"))
+    latent = (_int(attention.get("kv_lora_rank")) or 0) + (_int(attention.get("qk_rope_head_dim")) or 0)
+    if attention.get("type") != "MLA" or not indexer or not latent:
+        return None
+    kinds = [as_dict(entry) for entry in as_dict(kv.get("per_kind")).values()]
+    layers = sum((_int(e.get("bytes_per_token")) or 0) // (_int(e.get("bytes_per_token_per_layer")) or 1)
+                 for e in kinds if _int(e.get("bytes_per_token_per_layer")))
+    key = indexer // width
+    row = FP8_DS_MLA_ROW if kv_dtype == "fp8" else latent * 2
+    return layers * (row + key + key // INDEXER_SCALE_BLOCK * 4)
+
+
+def token_bytes(arch: dict[str, Any], kv_dtype: str = "auto") -> TokenBytes:
+    """The profile's KV rule re-priced at the engine's KV dtype (2 bytes for auto, 1 for fp8)."""
+    kv = as_dict(arch.get("kv_cache"))
+    unknown = as_dict(as_dict(arch.get("invalid_config")).get("unknown")).get("kv_cache")
+    total, width = _int(kv.get("bytes_per_token")), _int(kv.get("bytes_per_element"))
+    dtype = engine_kv_dtype(kv.get("dtype"), kv_dtype)
+    state = _int(kv.get("state_bytes_per_sequence")) or 0
+    if total is None or not width or unknown:
+        return TokenBytes(0, 0, None, state, dtype, known=False)
+    beyond = _int(kv.get("bytes_per_token_beyond_window"))
+    beyond = total if beyond is None else beyond
+    window = _int(kv.get("sliding_window_cap")) if beyond < total else None
+    element = 1 if kv_dtype == "fp8" else 2
+    dsa = _dsa_bytes(arch, kv, kv_dtype)
+    if dsa is not None:
+        return TokenBytes(dsa, 0, None, state, "fp8_ds_mla" if kv_dtype == "fp8" else dtype, known=True)
+    growing = beyond * element // width
+    return TokenBytes(growing, (total - beyond) * element // width, window, state, dtype, known=True)
+
+
+def rope_default(config: Any, nesting: Any, max_context: int | None) -> tuple[int | None, str]:
+    """(max_model_len, how) as vLLM derives it from config.json (model.py #L2545)."""
+    view = as_dict(config)
+    for key in nesting if isinstance(nesting, list) else []:
+        view = as_dict(view.get(key)) or view
+    if max_context is None:
+        return None, "the config gives no context length"
+    rope = as_dict(view.get("rope_parameters")) or as_dict(view.get("rope_scaling"))
+    kind = rope.get("rope_type") or rope.get("type")
+    factor = rope.get("factor")
+    original = view.get("original_max_position_embeddings")
+    if kind == "longrope" and isinstance(original, int) and not isinstance(original, bool) and original > 0:
+        # vLLM model.py #L2643: LongRoPE serves the short (original) length unless asked for more.
+        return original, f"original_max_position_embeddings (longrope; up to {max_context} when asked)"
+    if (not rope or kind in PRESCALED_ROPE or not isinstance(factor, (int, float)) or isinstance(factor, bool)
+            or "gemma3" in str(view.get("model_type"))):
+        scaled = f", {kind} RoPE: already the scaled length" if kind in PRESCALED_ROPE else ""
+        return max_context, f"max_position_embeddings{scaled}"
+    return int(max_context * factor), f"max_position_embeddings {max_context} x {kind} RoPE factor {factor:g}"
+
+
+def request_bytes(per_gpu: TokenBytes, length: int) -> int:
+    """KV (and recurrent state) of one request of ``length`` tokens on one GPU."""
+    bounded = min(length, per_gpu.window) if per_gpu.window else length
+    return per_gpu.growing * length + per_gpu.bounded * bounded + per_gpu.state
+
+
+def longest_context(per_gpu: TokenBytes, room: int, cap: int) -> int:
+    """The longest request whose KV fits in ``room`` bytes (at most ``cap``, the engine's limit)."""
+    left = room - per_gpu.state
+    if left <= 0:
+        return 0
+    if per_gpu.per_token <= 0:
+        return cap  # attention-free: nothing grows with the context
+    window = per_gpu.window or 0
+    if not window or per_gpu.per_token * window >= left:
+        return min(cap, left // per_gpu.per_token)
+    if per_gpu.growing <= 0:
+        return cap
+    return min(cap, window + (left - per_gpu.per_token * window) // per_gpu.growing)
+
+
+def suggested_len(tokens: int) -> int:
+    """A round ``--max-model-len`` at most ``tokens``: down to a multiple of 1024 when that large."""
+    return tokens - tokens % 1024 if tokens >= 1024 else tokens
+
+
+def context_fields(per_gpu: TokenBytes, room: int, max_model_len: int, cap: int,
+                   context_len: int | None) -> tuple[dict[str, Any], str | None]:
+    """The layout's context keys, and the reason it cannot hold one request (None: it can)."""
+    need = request_bytes(per_gpu, max_model_len)
+    out: dict[str, Any] = {"max_model_len": max_model_len, "kv_dtype": per_gpu.dtype,
+                           "kv_one_request_bytes_per_gpu": need if per_gpu.known else None}
+    if not per_gpu.known:
+        out.update(max_context_fits=None, concurrent_requests=None)
+        return out, None
+    fits = longest_context(per_gpu, max(room, 0), max(cap, max_model_len))
+    out["max_context_fits"] = fits
+    out["concurrent_requests"] = max(room, 0) // need if need > 0 else None
+    if context_len:
+        at = request_bytes(per_gpu, context_len)
+        out.update(context_len=context_len, concurrent_requests_at_context_len=max(room, 0) // at if at else None)
+    if room <= 0 or need <= room:
+        return out, None
+    fix = f"--max-model-len {suggested_len(fits)} or more GPUs" if fits > 0 else "more GPUs"
+    return out, (f"KV for one {max_model_len}-token request needs {need / 2**30:.1f} GiB, "
+                 f"{room / 2**30:.1f} GiB left (fix: {fix})")
