@@ -86,7 +86,7 @@ def _inventory(hosts_file: str | Path | None) -> Inventory | None:
     try:
         return load_inventory(hosts_file)
     except InventoryError as exc:
-        raise UsageError(str(exc), hint="fix the inventory file (see the README's hosts.yaml section)") from None
+        raise UsageError(str(exc), hint="# fix the inventory file (see docs/inventories.md)") from None
 
 
 def fatal_input(outcome: ProbeOutcome) -> IntrospectError | None:

@@ -69,7 +69,7 @@ def _ssh_true(host: HostEntry) -> str | None:
         address, port, user = spec.host or address, spec.port or port, spec.user or user
     dest = f"{user}@{address}" if user else address
     flags = (f" -p {port}" if port else "") + (f" -J {shlex.quote(host.jump)}" if host.jump else "")
-    return f"check that `ssh{flags} {shlex.quote(dest)} true` works from this machine"
+    return f"ssh{flags} {shlex.quote(dest)} true  # must work from this machine"
 
 
 def check_python(venv: VenvEntry, facts: Mapping[str, Any] | None, probe_error: str | None) -> CheckResult:
@@ -78,7 +78,7 @@ def check_python(venv: VenvEntry, facts: Mapping[str, Any] | None, probe_error: 
         msg = probe_error or "the probe returned no interpreter facts"
         return CheckResult(
             "python", "fail", f"{venv.python}: {msg}",
-            f"check the venv on the host: `{python_of(venv)} -V` (recreate it if the interpreter is missing)",
+            f"{python_of(venv)} -V  # on the host: recreate the venv if the interpreter is missing",
             {"error": msg},
         )
     evidence = {k: py.get(k) for k in ("version", "executable", "prefix", "in_venv")}
@@ -108,10 +108,10 @@ def check_import(venv: VenvEntry, module: str, facts: Mapping[str, Any]) -> Chec
         top = missing.group(1)
         fix = install_command(venv, distribution_for(top))
     elif kind == "timeout":
-        fix = (f"time it on the host: `{python_of(venv)} -X importtime -c {shlex.quote('import ' + module)}`; "
-               "raise the import timeout if it is just slow")
+        fix = (f"{python_of(venv)} -X importtime -c {shlex.quote('import ' + module)}  # on the host: raise the "
+               "import timeout if it is just slow")
     else:
-        fix = f"see the full traceback on the host: `{python_of(venv)} -c {shlex.quote('import ' + module)}`"
+        fix = f"{python_of(venv)} -c {shlex.quote('import ' + module)}  # on the host: the full traceback"
     return CheckResult(check, "fail", f"import {module} failed: {kind}: {text}".rstrip(": "), fix, evidence)
 
 
@@ -126,12 +126,26 @@ def check_tokenizer(venv: VenvEntry, model: str, result: Mapping[str, Any] | Non
     AutoTokenizer, and ``preflight`` judges the same.
     """
     # Imported here: `health` loads the analysis package only once a reply is there.
-    from introspect.analysis.tokenizer_autotokenizer import autotokenizer_error, autotokenizer_loaded
+    from introspect.analysis.tokenizer_autotokenizer import (
+        autotokenizer_error,
+        autotokenizer_loaded,
+        stand_in_fix,
+        stand_in_reason,
+    )
 
     check = f"tokenizer:{model}"
     if not isinstance(result, Mapping):
         return CheckResult(check, "fail", f"{model}: no tokenizer result (the tokenizer probe did not run)",
                            None, {})
+    # A stand-in "loads" and tokenizes every text to nothing or unk: it fails as preflight fails it.
+    # The task reports no config vocab_size nor listing here: only the own-vocabulary test can judge.
+    stand_in = stand_in_reason(result) if autotokenizer_loaded(result) else None
+    if stand_in is not None:
+        return CheckResult(check, "fail", f"AutoTokenizer builds a stand-in {result.get('class')} for {model} in "
+                           f"{venv.path}, not the model's tokenizer: {stand_in}",
+                           stand_in_fix(model, "run health again"),
+                           {"autotokenizer_loaded": True, "stand_in": True, "stand_in_reason": stand_in,
+                            **{k: result.get(k) for k in ("class", "len", "vocab_size", "added_tokens")}})
     if autotokenizer_loaded(result):
         cls = result.get("class")
         return CheckResult(check, "pass", f"AutoTokenizer loads the tokenizer of {model} in {venv.path}"
@@ -206,7 +220,7 @@ def check_disk(venv: VenvEntry, path: str, facts: Mapping[str, Any]) -> CheckRes
         return CheckResult(check, "fail", f"{path}: the probe reported no disk facts", None, {})
     if info.get("error"):
         err = info["error"]
-        fix = f"check that {path} exists on the host" if err.get("type") == "not-found" else None
+        fix = f"ls -ld {shlex.quote(path)}  # on the host: it must exist" if err.get("type") == "not-found" else None
         return CheckResult(check, "fail", str(err.get("message") or err), fix, {"error": dict(err)})
     free, total = info.get("free_bytes") or 0, info.get("total_bytes") or 0
     evidence = {"free_bytes": free, "total_bytes": total, "min_free_gb": venv.min_free_gb}
@@ -215,7 +229,7 @@ def check_disk(venv: VenvEntry, path: str, facts: Mapping[str, Any]) -> CheckRes
         return CheckResult(check, "info", text + " (no min_free_gb set)", None, evidence)
     if free < venv.min_free_gb * GIB:
         return CheckResult(check, "fail", f"{text}, below min_free_gb {venv.min_free_gb:g}",
-                           f"free space on that filesystem (see `df -h {shlex.quote(path)}` on the host)", evidence)
+                           f"df -h {shlex.quote(path)}  # on the host: free space on that filesystem", evidence)
     return CheckResult(check, "pass", f"{text} (min_free_gb {venv.min_free_gb:g})", None, evidence)
 
 
@@ -229,7 +243,7 @@ def check_gpus(facts: Mapping[str, Any]) -> CheckResult:
     if gpus.get("error"):
         err = gpus["error"]
         return CheckResult("gpus", "warn", f"nvidia-smi failed: {err.get('message')}",
-                           "run `nvidia-smi` on the host; a driver/library mismatch needs a driver reload or reboot",
+                           "nvidia-smi  # on the host; a driver/library mismatch needs a driver reload or reboot",
                            {"error": dict(err)})
     devices = list(gpus.get("devices") or [])
     if not devices:

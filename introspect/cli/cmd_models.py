@@ -42,8 +42,6 @@ from introspect.transport.base import Executor
 if TYPE_CHECKING:
     from introspect.inventory import Inventory
 
-WIDE = 400  # columns when stdout is not a terminal: one line per model, never wrapped
-
 
 # --------------------------------------------------------------------------- output
 
@@ -124,9 +122,9 @@ def model_rows(rows: list[Row], with_host: bool) -> tuple[list[Col], list[list[s
 
 
 def print_human(results: list[HostResult], rows: list[Row]) -> list[Notice]:
+    # Piped or not, the width is $COLUMNS, else the terminal's, else 80 (make_console), as for every
+    # other command; --wide gives one line per model, and scripts read --format csv|json or -q.
     console = make_console()
-    if not console.is_terminal and not session().wide:
-        console.width = WIDE
     if rows:
         print_rows(console, *model_rows(rows, show_host(results)))
     elif any(r.models for r in results):

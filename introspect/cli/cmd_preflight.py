@@ -21,6 +21,7 @@ from introspect.cli.jsonout import echo_json
 from introspect.cli.options import HostSelection, fleet_options
 from introspect.cli.outcome import Finished, Notice
 from introspect.cli.progress import Phases
+from introspect.cli.remote_fix import fix_on_target
 from introspect.cli.render_term import Col, Fixes, escape, make_console, print_fixes, print_folded, print_rows
 from introspect.cli.session import session
 from introspect.client.preflight import (
@@ -119,9 +120,8 @@ def preflight_fleet(request: PreflightRequest, flags: ConnectionFlags, selection
                 console.print(f"[bold]== {escape(str(item['host']))} ==[/]", soft_wrap=True)
                 print_checklist(item["report"].checks, item["report"].target, console, fixes=False)
                 console.print()
-                for check in item["report"].checks:
-                    if check.fix and check.status != "pass":
-                        fixes.add(check.fix, str(item["host"]), item["report"].target)
+                for line in fix_lines(item["report"].checks):
+                    fixes.add(line, str(item["host"]), item["report"].target)
         print_fleet_summary(console, results)
         print_fixes(console, fixes, gap=True)
     notices = tuple(Notice(f"{item['host']}: {item['error'].get('message')}", item["error"].get("hint"))
@@ -167,5 +167,11 @@ def print_checklist(checks: list[Check], target: dict[str, Any], console: Consol
     counts = {s: sum(1 for c in checks if c.status == s) for s in ("pass", "warn", "fail", "skipped")}
     console.print(f"{verdict}: {counts['pass']} passed, {counts['warn']} warnings, {counts['fail']} failed"
                   + (f", {counts['skipped']} skipped" if counts["skipped"] else ""))
-    if fixes:
-        print_fixes(console, [c.fix for c in checks if c.fix and c.status != "pass"], gap=True)
+    if fixes:  # a command for the host runs through its transport (ssh ..., podman exec ...), as probe's do
+        print_fixes(console, [fix_on_target(line, target) for line in fix_lines(checks)], gap=True)
+
+
+def fix_lines(checks: list[Check]) -> list[str]:
+    """The fix lines of the checks that did not pass: a check's fix may be several lines (a
+    command, then a ``# comment`` naming the alternative), each printed on its own."""
+    return [line for check in checks if check.fix and check.status != "pass" for line in check.fix.splitlines()]

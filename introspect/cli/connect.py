@@ -112,7 +112,7 @@ def inventory_at(path: str, chosen: Chosen | None = None) -> Inventory:
         return config_parallel(read_inventory(path, chosen))  # the config's `parallel:` where it sets none
     except InventoryError as exc:
         where = f" (named by {chosen.where})" if chosen is not None and chosen.source != "flag" else ""
-        raise UsageError(f"{exc}{where}", hint="fix the inventory file (see the README's inventory section)") from None
+        raise UsageError(f"{exc}{where}", hint="# fix the inventory file (see docs/inventories.md)") from None
 
 
 def select_fleet(hosts_file: str | None, selection: HostSelection) -> tuple[Inventory, list[HostEntry]]:

@@ -60,6 +60,8 @@ LAZY_COMMANDS = {
     "init": ("introspect.cli.cmd_init:init", "Write a starter inventory (from ~/.ssh/config or an Ansible "
              "inventory) and user config."),
     "man": ("introspect.cli.cmd_man:man", "Write the manual pages (roff), generated from the same text as --help."),
+    "schema": ("introspect.cli.cmd_schema:schema", "Print the JSON Schema of a document introspect emits "
+               "(profile, raw, health, plan, ...)."),
 }
 
 
@@ -123,8 +125,18 @@ def print_notices(notices: tuple[Notice, ...] | list[Notice]) -> None:
         # Messages carry host-controlled text (paths, model_type, remote stderr): escaped, so a
         # terminal shows an ESC sequence instead of obeying it, and each line stays one line.
         click.echo(f"{item.level}: {one_line(item.text)}", err=True)
-        if item.hint:
-            click.echo(f"fix: {one_line(item.hint)}", err=True)
+        for line in fix_lines(item.hint):
+            click.echo(f"fix: {one_line(line)}", err=True)
+
+
+def fix_lines(hint: str | None) -> list[str]:
+    """A hint as the ``fix:`` lines to print: one per line of it (a command, then a ``# comment``
+    naming the alternative), and a sentence as a ``# comment``, so that each pastes as it reads."""
+    if not hint:
+        return []
+    from introspect.cli.fix_lines import shell_line  # only once a fix is printed
+
+    return [shell_line(line) for line in hint.splitlines() if line.strip()]
 
 
 def warning_notices() -> list[Notice]:
@@ -147,16 +159,26 @@ def finish(notices: list[Notice], code: int) -> int:
     errors = [n for n in notices if n.level == "error"]
     if state.json and not state.json_printed and code != 0 and errors:
         first = errors[0]
-        click.echo(dumps(error_document(error_code(first.kind or "error"), first.text, first.hint, code,
-                                          first.host)))
+        hint = "\n".join(fix_lines(first.hint)) or None  # the lines the fix: lines print
+        click.echo(dumps(error_document(error_code(first.kind or "error"), first.text, hint, code, first.host)))
         state.json_printed = True
     return code
+
+
+class _HelpPrinted(click.UsageError):
+    """Never raised: click 8.1 prints a bare group's help and exits 0 itself."""
+
+
+# Since 8.2 click raises this for a group called without its subcommand (Group.parse_args), and its
+# standalone mode prints the help as an error, exit 2:
+# https://github.com/pallets/click/blob/8.2.0/src/click/core.py#L1784
+NO_ARGS_IS_HELP: type[click.UsageError] = getattr(click.exceptions, "NoArgsIsHelpError", _HelpPrinted)
 
 
 def _usage_notice(exc: click.ClickException) -> Notice:
     ctx = getattr(exc, "ctx", None)
     where = ctx.command_path if ctx is not None else "introspect"
-    return Notice(exc.format_message(), f"see `{where} --help`", kind="UsageError")
+    return Notice(exc.format_message(), f"{where} --help", kind="UsageError")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -184,6 +206,9 @@ def _main(argv: list[str] | None) -> int:
         return finish([*warning_notices(), notice(exc)], exc.exit_code)
     except click.exceptions.Exit as exc:
         return int(exc.exit_code)
+    except NO_ARGS_IS_HELP as exc:  # a group without its subcommand (`introspect cache`): its help, as gh does
+        click.echo(exc.ctx.get_help() if exc.ctx is not None else exc.format_message())
+        return 0
     except click.Abort as exc:
         # click turns Ctrl-C (and our Terminated) into Abort; by now the executors closed their channels.
         return _interrupted(exc.__cause__ or exc.__context__)
@@ -199,7 +224,7 @@ def _main(argv: list[str] | None) -> int:
         if debug:
             click.echo(scrub(traceback.format_exc()), err=True, nl=False)  # secrets masked here too
         return finish([Notice(f"internal error: {type(exc).__name__}: {exc}",
-                              "rerun with --debug and report the traceback (and `introspect env`)",
+                              "introspect env  # rerun with --debug, report the traceback with this output",
                               kind="InternalError")], EXIT_FINDINGS)
 
 

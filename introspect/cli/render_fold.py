@@ -6,7 +6,7 @@
 - :class:`Rows`: a table that folds at cell boundaries. At its natural width it is one line per
   row; narrower, its free-text columns fold inside their cells while each cell stays short,
   then go on their own lines under the row; when even the identifying and number columns do not
-  fit, each row becomes a block: its identifying cells on one line, ``name value`` pairs under it.
+  fit, each row becomes a block: its identifying cells on one line, ``name: value`` pairs under it.
 - :class:`KVTable`: the report's key/value sections (a rich ``Table`` to build, laid out here):
   values fold beside their key with a hanging indent, or under the key when the terminal is narrow.
 
@@ -84,8 +84,13 @@ def width_of(text: Text) -> int:
     return max((cell_len(line) for line in text.plain.split("\n")), default=0)
 
 
+def word_widths(text: Text) -> list[int]:
+    """The width of each unbreakable word of ``text`` (a number with its unit is one)."""
+    return [cell_len(text.plain[s:e]) for s, e in _words(text.plain)]
+
+
 def longest_word(text: Text) -> int:
-    return max((cell_len(text.plain[s:e]) for s, e in _words(text.plain)), default=0)
+    return max(word_widths(text), default=0)
 
 
 def indent(lines: Iterable[Text], first: int, rest: int | None = None) -> list[Text]:
@@ -110,7 +115,7 @@ def hanging(text: Text, width: int, first: int, rest: int) -> list[Text]:
 
 
 def pairs(items: Sequence[Text], width: int, lead: int) -> list[Text]:
-    """Items (``name value`` pairs, id cells) on lines of ``width`` at indent ``lead``, two blanks
+    """Items (``name: value`` pairs, id cells) on lines of ``width`` at indent ``lead``, two blanks
     apart, broken only between items; an item too wide for a line of its own folds at its words."""
     out: list[Text] = []
     line: Text | None = None

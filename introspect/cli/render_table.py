@@ -6,8 +6,11 @@ A table takes the first layout that fits the width:
 2. free-text columns folded inside their cells (each at least as wide as its longest word and
    ``MIN_TEXT``, no cell over ``MAX_FOLD_LINES`` lines), the other columns whole;
 3. the identifying and number columns as a table, each row's free text on its own lines under it;
-4. one block per row: its identifying cells on a line, its other cells as ``name value`` pairs
+4. one block per row: its identifying cells on a line, its other cells as ``name: value`` pairs
    under it, broken only between pairs.
+
+Layouts 1 to 3 are tried with the headers whole, then again with each header folded at its words
+to the width of its column's values (``max`` over ``context`` above ``262,144``), before layout 4.
 """
 
 from __future__ import annotations
@@ -30,6 +33,7 @@ from introspect.cli.render_fold import (
     pairs,
     to_text,
     width_of,
+    word_widths,
 )
 
 if TYPE_CHECKING:
@@ -85,7 +89,9 @@ def _grid(cols: Sequence[Col], rows: Sequence[Sequence[Text]], widths: Sequence[
 
 
 def _pair(col: Col, cell: Text) -> Text:
-    return Text(col.name, style="dim") + Text(" ") + cell
+    # The colon ends the name: "params (total / active): 1.03T / 31.69B" reads as one pair even
+    # where the dim style is lost (a log, a file, NO_COLOR).
+    return Text(f"{col.name}:", style="dim") + Text(" ") + cell
 
 
 def _under(cols: Sequence[Col], row: Sequence[Text], width: int) -> list[Text]:
@@ -111,28 +117,50 @@ def _blocks(cols: Sequence[Col], cells: list[list[Text]], width: int) -> list[Te
 def rows_lines(console: Console, table: Rows, width: int) -> list[Text]:
     cols = list(table.cols)
     cells = [[to_text(console, cell) for cell in row] for row in table.rows]
-    heads = [Text(col.name, style=table.header_style) for col in cols]
-    natural = [max([width_of(heads[i]) if table.header else 0, *(width_of(row[i]) for row in cells)])
-               for i in range(len(cols))]
+    heads = [Text(col.name, style=table.header_style) for col in cols] if table.header else None
     out = hanging(to_text(console, table.title), width, 0, ROW_UNDER) if table.title else []
     for line in out:
         line.stylize("bold")
-    header = [heads] if table.header else []
+    # Layouts 1 to 3 with the headers whole, then with each header folded at its words to the
+    # width of its column's values ("max context" over "262,144"), before a block per row.
+    for header in (heads, _folded(heads, cells)):
+        lines = _table(cols, header, cells, width)
+        if lines is not None:
+            return out + lines
+        if header is None:
+            break
+    return out + _blocks(cols, cells, width)
+
+
+def _folded(heads: list[Text] | None, cells: list[list[Text]]) -> list[Text] | None:
+    """The headers folded to their values' width (never narrower than a header's longest word),
+    or None when that changes none of them."""
+    if heads is None:
+        return None
+    widths = [max([longest_word(head), *(width_of(row[i]) for row in cells)]) for i, head in enumerate(heads)]
+    folded = [Text("\n").join(fold(head, w)) for head, w in zip(heads, widths, strict=True)]
+    return folded if any(width_of(f) < width_of(h) for f, h in zip(folded, heads, strict=True)) else None
+
+
+def _table(cols: Sequence[Col], heads: list[Text] | None, cells: list[list[Text]], width: int) -> list[Text] | None:
+    """Layouts 1 to 3 under ``heads`` (None: no header row), or None when none fits."""
+    natural = [max([width_of(heads[i]) if heads else 0, *(width_of(row[i]) for row in cells)])
+               for i in range(len(cols))]
+    header = [heads] if heads else []
     if _span(natural) <= width:
-        return out + _grid(cols, header + cells, natural)
+        return _grid(cols, header + cells, natural)
     widths = _text_widths(cols, cells, natural, width)
     if widths is not None:
-        return out + _grid(cols, header + cells, widths)
+        return _grid(cols, header + cells, widths)
     fixed = [i for i, col in enumerate(cols) if col.kind != "text"]
-    if fixed and _span([natural[i] for i in fixed]) <= width:
-        keep = [cols[i] for i in fixed]
-        if header:
-            out += _grid(keep, [[heads[i] for i in fixed]], [natural[i] for i in fixed])
-        for row in cells:
-            out += _grid(keep, [[row[i] for i in fixed]], [natural[i] for i in fixed])
-            out += _under(cols, row, width)
-        return out
-    return out + _blocks(cols, cells, width)
+    if not fixed or _span([natural[i] for i in fixed]) > width:
+        return None
+    keep = [cols[i] for i in fixed]
+    out = _grid(keep, [[heads[i] for i in fixed]], [natural[i] for i in fixed]) if heads else []
+    for row in cells:
+        out += _grid(keep, [[row[i] for i in fixed]], [natural[i] for i in fixed])
+        out += _under(cols, row, width)
+    return out
 
 
 def _nested(console: Console, value: Any, width: int) -> list[Text]:
@@ -149,7 +177,8 @@ def _nested(console: Console, value: Any, width: int) -> list[Text]:
 def kv_lines(console: Console, title: Text | None, rows: list[tuple[Any, Any]], width: int, gap: int,
              key_style: str) -> list[Text]:
     """``key  value`` lines: values beside their keys, folded with a hanging indent under the
-    value column; under their keys when the value column would be narrower than ``MIN_VALUE``."""
+    value column; under their keys when the value column would be narrower than ``MIN_VALUE``
+    or than a word of a value."""
     out = [title] if title is not None else []
     keys = []
     for key, _ in rows:
@@ -158,7 +187,13 @@ def kv_lines(console: Console, title: Text | None, rows: list[tuple[Any, Any]], 
         keys.append(text)
     key_width = max((width_of(k) for k in keys), default=0)
     value_at = gap + key_width + 2 * gap  # the look of rich's Table with padding (0, gap): kept
-    beside = width - value_at >= MIN_VALUE
+    # A word wider than the value column that fits under a key (a dotted config key, a path)
+    # would leave its line and the lines around it at two indents: then every value of the
+    # section goes under its key, so the section keeps one layout. A word too wide even there
+    # (a sha256 at 60 columns) moves only its own value under its key.
+    room, under = width - value_at, width - gap - KEY_UNDER
+    texts = [to_text(console, value) for _, value in rows if isinstance(value, (str, Text))]
+    beside = room >= MIN_VALUE and not any(room < w <= under for text in texts for w in word_widths(text))
     for key, (_, value) in zip(keys, rows, strict=True):
         label = Text(" " * gap) + key
         if not isinstance(value, (str, Text)):
@@ -166,17 +201,19 @@ def kv_lines(console: Console, title: Text | None, rows: list[tuple[Any, Any]], 
             out += indent(_nested(console, value, width - gap - KEY_UNDER), gap + KEY_UNDER)
             continue
         text = to_text(console, value)
-        if not beside:
-            out.append(label)
-            out += hanging(text, width, gap + KEY_UNDER, gap + KEY_UNDER)
+        if not beside or longest_word(text) > room:
+            out += [label, *_under_key(text, width, gap + KEY_UNDER)]
             continue
         body = hanging(text, width, value_at, value_at)
-        first = body[0].plain
-        if first[:value_at].strip() == "" and value_at <= cell_len(first) <= width:
-            out.append(label + Text(" " * (value_at - cell_len(label.plain))) + body[0][value_at:])
-            out += body[1:]
-        elif cell_len(first) > width:  # one word wider than any line: alone, under the key
-            out += [label, Text(" " * (gap + KEY_UNDER)) + body[0][len(first) - len(first.lstrip(" ")):], *body[1:]]
-        else:  # its first word is too wide to stand beside the key: under it
-            out += [label, *body]
+        out.append(label + Text(" " * (value_at - cell_len(label.plain))) + body[0][value_at:])
+        out += body[1:]
+    return out
+
+
+def _under_key(text: Text, width: int, at: int) -> list[Text]:
+    """A value under its key at ``at``: each of its lines (``from a, b, c`` after the answer)
+    starts there, its continuation lines two further right, so where each begins stays clear."""
+    out: list[Text] = []
+    for line in text.split("\n", allow_blank=True):
+        out += hanging(line, width, at, at + 2)
     return out

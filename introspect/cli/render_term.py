@@ -10,7 +10,8 @@
   broken inside a value. ``--wide`` prints the table at its natural width.
 - :func:`print_folded`: a line of prose folded at word boundaries with a hanging indent.
 - :class:`Fixes` / :func:`print_fixes`: the "To fix:" block at the end of a report, one
-  line per distinct fix, printed unwrapped so a command pastes as it reads; fixes added with
+  line per distinct fix, a command never folded so it pastes as it reads (a ``# comment``
+  folds into several ``# `` lines: :func:`introspect.cli.fix_lines.paste_lines`); fixes added with
   the host that needs them print as one block per command with its hosts
   (:mod:`introspect.cli.fix_groups`).
 """
@@ -124,14 +125,12 @@ class Fixes:
 
 def print_fixes(console: Console, fixes: Fixes | Sequence[str], *, gap: bool = False) -> None:
     """``gap``: a blank line first (after a report that does not end with one)."""
-    from rich.markup import escape
-
     items = fixes.items if isinstance(fixes, Fixes) else list(dict.fromkeys(fixes))
     if not items:
         return
     if gap:
         console.print()
-    from introspect.cli.fix_lines import shell_line  # it builds on this module's Fixes
+    from introspect.cli.fix_lines import print_block, shell_line  # they build on this module's Fixes
 
     # A command as it is, a sentence as a '# comment': every line can be pasted.
     lines = [shell_line(fix) for fix in items]
@@ -143,6 +142,4 @@ def print_fixes(console: Console, fixes: Fixes | Sequence[str], *, gap: bool = F
             known = hosts.setdefault(shell_line(fix), [])
             known += [host for host in needing if host not in known]
         lines = grouped_lines(list(dict.fromkeys(lines)), hosts, fixes.targets, fixes.order)
-    console.print("[bold]To fix:[/]")
-    for line in lines:
-        console.print("  " + escape(line), soft_wrap=True)
+    print_block(console, "To fix:", lines)  # prose folded into '# ' lines, commands whole

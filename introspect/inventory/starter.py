@@ -128,7 +128,7 @@ def inventory_text(starter: Starter) -> str:
     body = yaml.safe_dump({"hosts": starter.hosts}, sort_keys=False, default_flow_style=False, width=1000)
     return (f"# introspect inventory, written by `introspect init` from {starter.source}.\n"
             "# Each host takes address, port, user, identity, jump, tags, python and venvs\n"
-            "# (path, requires, imports, models); see the README's \"Inventory and user config\".\n"
+            "# (path, requires, imports, models); see docs/inventories.md in introspect's repository.\n"
             f"{body}")
 
 

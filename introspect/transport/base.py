@@ -265,7 +265,7 @@ class Executor(abc.ABC):
         last = next((line for line in reversed(stderr.strip().splitlines()) if line.strip()), "")
         if result.timed_out:
             return ProbeTimeout(f"the {task} probe did not answer within {timeout:.0f} s",
-                                hint="raise --timeout, or check the host's load", host=self.label,
+                                hint="# raise --timeout, or check the host's load", host=self.label,
                                 stage=task)
         lowered = stderr.lower()
         if result.exit_status in (126, 127) or "no such file" in lowered or "not found" in lowered:
@@ -279,16 +279,16 @@ class Executor(abc.ABC):
                                     stage="python")
         if result.exit_status is None:
             return ConnectionLost(f"the {task} probe ended without an exit status: {last or 'no output'}",
-                                  hint="check that the host is up and sshd is running", host=self.label,
+                                  hint="# check that the host is up and sshd is running", host=self.label,
                                   stage=task)
         if result.exit_status < 0 or result.exit_status >= 128:
             return RemoteError(f"the {task} probe was killed (exit status {result.exit_status})"
                                + (f": {last}" if last else ""),
-                               hint="check the host's logs (OOM killer?) and rerun", host=self.label,
+                               hint="# check the host's logs (OOM killer?) and rerun", host=self.label,
                                stage=task)
         if result.stdout.find(contract.BEGIN) >= 0:
             return ProtocolError(f"the {task} probe's reply was truncated",
-                                 hint="rerun; if it persists, report it with --debug", host=self.label,
+                                 hint="# rerun; if it persists, report it with --debug", host=self.label,
                                  stage=task)
         if "Traceback" not in stderr and "Python" not in stderr:
             # The shipped probe always ends in a frame, and a Python that dies before that says why
@@ -301,4 +301,4 @@ class Executor(abc.ABC):
                 host=self.label, stage="python")
         return RemoteError(f"the {task} probe exited with status {result.exit_status} without a reply"
                            + (f": {last}" if last else ""),
-                           hint="run with --debug to see the remote stderr", host=self.label, stage=task)
+                           hint="# run with --debug to see the remote stderr", host=self.label, stage=task)

@@ -94,4 +94,4 @@ def _missing(executor: Executor, python: str, item: BatchItem, result: ExecResul
     if not others_answered or result.timed_out or result.exit_status != 0:
         return executor._no_reply_error(python, item.task, result, stderr, item.timeout)
     return ProtocolError(f"the {item.task} probe gave no reply in its batch",
-                         hint="rerun; if it persists, report it with --debug", host=executor.label, stage=item.task)
+                         hint="# rerun; if it persists, report it with --debug", host=executor.label, stage=item.task)

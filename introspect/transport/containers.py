@@ -28,7 +28,7 @@ from introspect.transport.exec_cli import (
 from introspect.transport.settings import ConnectionSettings
 
 _NO_USER = rule(r"unable to find user|no matching entries in passwd file", UsageError,
-                "the container has no such user", "check ?user= against the container's /etc/passwd, "
+                "the container has no such user", "# check ?user= against the container's /etc/passwd, "
                 "or give a numeric UID", stage="exec")
 
 
@@ -40,13 +40,13 @@ class DockerExecutor(ExecCLIExecutor):
     rules: Sequence[ClientErrorRule] = (
         rule(r"permission denied while trying to connect to the docker daemon", AuthenticationFailed,
              "docker may not use the daemon's socket",
-             "add your user to the docker group (then log in again), or run as root", stage="auth"),
+             'sudo usermod -aG docker "$USER"  # then log in again; or run as root', stage="auth"),
         rule(r"Cannot connect to the Docker daemon", HostUnreachable, "docker cannot reach its daemon",
-             "start the daemon (systemctl start docker), or point DOCKER_HOST / `docker context use` at it"),
+             "sudo systemctl start docker  # or point DOCKER_HOST / `docker context use` at the daemon"),
         rule(r"No such container", HostUnreachable, "no such container",
-             "check the NAME with `docker ps`"),
+             "docker ps  # the NAME to pass"),
         rule(r"is not running|is paused|is restarting", HostUnreachable, "the container is not running",
-             "start it (docker start NAME) or pick a running one from `docker ps`"),
+             "docker ps -a  # start it (docker start NAME) or pick a running one"),
         _NO_USER,
     )
 
@@ -86,13 +86,13 @@ class PodmanExecutor(DockerExecutor):
         return executor
     rules: Sequence[ClientErrorRule] = (
         rule(r"no container with name or ID .* found|no such container", HostUnreachable, "no such container",
-             "check the NAME with `podman ps`"),
+             "podman ps  # the NAME to pass"),
         rule(r"can only create exec sessions on running containers|container state improper",
              HostUnreachable, "the container is not running",
-             "start it (podman start NAME) or pick a running one from `podman ps`"),
+             "podman ps -a  # start it (podman start NAME) or pick a running one"),
         rule(r"unable to connect to Podman|Cannot connect to Podman", HostUnreachable,
              "podman cannot reach its service",
-             "start it (systemctl start podman.socket) or fix CONTAINER_HOST / `podman system connection`"),
+             "systemctl start podman.socket  # or fix CONTAINER_HOST / `podman system connection`"),
         _NO_USER,
     )
 
@@ -105,23 +105,23 @@ class KubectlExecutor(ExecCLIExecutor):
     rules = (
         rule(r"Error in configuration|context was not found|invalid configuration|"
              r"Missing or incomplete configuration", UsageError, "kubectl's configuration is not usable",
-             "check ?context= against `kubectl config get-contexts` (and ?kubeconfig= / KUBECONFIG)",
+             "kubectl config get-contexts  # the names ?context= takes (and check ?kubeconfig= / KUBECONFIG)",
              stage="config"),
         rule(r"The connection to the server .* was refused|Unable to connect to the server",
              HostUnreachable, "kubectl cannot reach the cluster's API server",
-             "check that the cluster is up and the context's server address (kubectl cluster-info)"),
+             "kubectl cluster-info  # check that the cluster is up and the context's server address"),
         rule(r"You must be logged in to the server|\(Unauthorized\)", AuthenticationFailed,
-             "the API server refused kubectl's credentials", "log in again or refresh the kubeconfig's "
+             "the API server refused kubectl's credentials", "# log in again or refresh the kubeconfig's "
              "credentials", stage="auth"),
         rule(r"\(Forbidden\)", AuthenticationFailed, "the cluster forbids this exec",
-             "ask for the pods/exec permission in that namespace (kubectl auth can-i create pods/exec)",
+             "kubectl auth can-i create pods/exec  # ask for that permission in the namespace",
              stage="auth"),
         rule(r"\(NotFound\): pods .* not found", HostUnreachable, "no such pod",
-             "check the pod and namespace with `kubectl get pods -n NAMESPACE`"),
+             "kubectl get pods -n NAMESPACE  # check the pod and namespace"),
         rule(r"container not found|is not valid for pod", HostUnreachable, "no such container in the pod",
-             "list them with kubectl get pod POD -o jsonpath='{.spec.containers[*].name}'"),
+             "kubectl get pod POD -o jsonpath='{.spec.containers[*].name}'  # the pod's containers"),
         rule(r"cannot exec into a container in a completed pod|current phase is", HostUnreachable,
-             "the pod is not running", "pick a running pod from `kubectl get pods`"),
+             "the pod is not running", "kubectl get pods  # pick a running pod"),
     )
 
     def __init__(self, pod: str, *, namespace: str | None = None, container: str | None = None,
@@ -174,13 +174,13 @@ class LxcExecutor(ExecCLIExecutor):
         # lxc-attach says the same for a stopped and for a missing container (LXC 5: attach.c).
         rule(r"is not running|Failed to get init pid", HostUnreachable,
              "the container is not running or does not exist",
-             "start it (lxc-start -n NAME, or lxc start NAME) and check `lxc-ls -f`"),
+             "lxc-ls -f  # start it (lxc-start -n NAME, or lxc start NAME)"),
         rule(r"Instance not found|does not exist|doesn't exist|No such container", HostUnreachable,
-             "no such container", "check the NAME with `lxc-ls -f` (or `lxc list`)"),
+             "no such container", "lxc-ls -f  # the NAME to pass (LXD: lxc list)"),
         rule(r"unix socket not accessible|Failed to connect to local LXD", HostUnreachable,
-             "lxc cannot reach the LXD daemon", "start LXD (snap start lxd) and check `lxc list`"),
+             "lxc cannot reach the LXD daemon", "sudo snap start lxd  # then check `lxc list`"),
         rule(r"Failed to attach to container", AuthenticationFailed,
-             "not allowed to attach to the container", "run as root, or as the container's owner",
+             "not allowed to attach to the container", "# run as root, or as the container's owner",
              stage="auth"),
     )
 
@@ -204,7 +204,7 @@ class LxcExecutor(ExecCLIExecutor):
             self.chosen = next((c for c in ("lxc-attach", "lxc") if shutil.which(c)), None)
             if self.chosen is None:
                 raise ClientNotFound("neither lxc-attach nor lxc is installed here (not found on PATH)",
-                                     hint="install LXC (apt-get install lxc) or LXD (snap install lxd)",
+                                     hint="sudo apt-get install lxc  # LXC; for LXD: sudo snap install lxd",
                                      host=self.label, stage="client")
         self.client = self.chosen
         super().connect()
@@ -236,11 +236,11 @@ class PctExecutor(ExecCLIExecutor):
     # https://git.proxmox.com/?p=pve-container.git;a=blob;f=src/PVE/CLI/pct.pm
     rules = (
         rule(r"Configuration file '.*' does not exist", HostUnreachable, "no such container on that node",
-             "check the VMID with `pct list` on the Proxmox host that runs it"),
+             "pct list  # on the Proxmox host that runs it: the VMID to pass"),
         rule(r"container '\d+' not running", HostUnreachable, "the container is not running",
-             "start it (pct start VMID)"),
+             "pct start VMID  # on the Proxmox host"),
         rule(r"only root can|permission denied", AuthenticationFailed, "pct needs root",
-             "log in to the Proxmox host as root (pct://VMID?via=ssh://root@PVE-HOST)", stage="auth"),
+             "# log in to the Proxmox host as root (pct://VMID?via=ssh://root@PVE-HOST)", stage="auth"),
     )
 
     def __init__(self, vmid: str | int, *, via: Executor | None = None, binary: str | None = None,

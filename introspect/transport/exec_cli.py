@@ -38,20 +38,20 @@ from introspect.transport.settings import ConnectionSettings
 DEFAULT_CLIENT_CONNECT_TIMEOUT = 10.0
 
 INSTALL_HINTS = {
-    "ssh": "install the OpenSSH client: apt-get install openssh-client",
-    "docker": "install the Docker CLI: apt-get install docker.io (or docker-ce-cli)",
-    "podman": "install podman: apt-get install podman",
-    "kubectl": "install kubectl: apt-get install kubernetes-client (or see https://kubernetes.io/docs/tasks/tools/)",
-    "lxc-attach": "install LXC: apt-get install lxc",
-    "lxc": "install LXD (snap install lxd), or use lxc://NAME?client=lxc-attach for classic LXC",
-    "pct": "pct exists only on Proxmox VE hosts: run introspect there, or use pct://VMID?via=ssh://root@PVE-HOST",
+    "ssh": "sudo apt-get install openssh-client  # the OpenSSH client",
+    "docker": "sudo apt-get install docker.io  # the Docker CLI (or docker-ce-cli)",
+    "podman": "sudo apt-get install podman",
+    "kubectl": "sudo apt-get install kubernetes-client  # or see https://kubernetes.io/docs/tasks/tools/",
+    "lxc-attach": "sudo apt-get install lxc  # LXC",
+    "lxc": "sudo snap install lxd  # LXD; or use lxc://NAME?client=lxc-attach for classic LXC",
+    "pct": "# pct exists only on Proxmox VE hosts: run introspect there, or use pct://VMID?via=ssh://root@PVE-HOST",
 }
 
 
 def plain(value: str | None, what: str, label: str) -> str | None:
     """Refuse a name a client would read as an option (hostspec already checks; this guards direct callers)."""
     if value is not None and (not value or value.startswith("-") or any(c.isspace() for c in value)):
-        raise UsageError(f"{what} {value!r} is not a plain name", hint=f"pass the {what} as `ps`/`list` shows it",
+        raise UsageError(f"{what} {value!r} is not a plain name", hint=f"# pass the {what} as `ps`/`list` shows it",
                          host=label, stage="client")
     return value
 
@@ -61,7 +61,7 @@ def url_spec(settings: ConnectionSettings) -> HostSpec:
     if settings.spec is not None and settings.spec.scheme == settings.scheme:
         return settings.spec
     if not settings.host:
-        raise UsageError(f"a {settings.scheme}:// target needs a name", hint=f"pass --host {settings.scheme}://NAME")
+        raise UsageError(f"a {settings.scheme}:// target needs a name", hint=f"# pass --host {settings.scheme}://NAME")
     return parse_host(f"{settings.scheme}://{settings.host}")
 
 
@@ -74,7 +74,7 @@ def find_client(name: str, *, label: str, binary: str | None = None) -> str:
     path = shutil.which(binary or name)
     if path is None:
         raise ClientNotFound(f"{binary or name} is not installed here (not found on PATH)",
-                             hint=INSTALL_HINTS.get(name, f"install {name}"), host=label, stage="client")
+                             hint=INSTALL_HINTS.get(name, f"# install {name}"), host=label, stage="client")
     return path
 
 
@@ -117,7 +117,7 @@ class ClientProcess(LocalProcess):
                                           stderr=subprocess.PIPE, start_new_session=True)
         except (FileNotFoundError, PermissionError) as exc:
             raise ClientNotFound(f"cannot run {argv[0]}: {exc.strerror}",
-                                 hint=INSTALL_HINTS.get(client, f"install {client}"), host=label,
+                                 hint=INSTALL_HINTS.get(client, f"# install {client}"), host=label,
                                  stage="client") from None
         self._adopt_streams()
 
@@ -179,18 +179,18 @@ class ExecCLIExecutor(Executor):
         name = os.path.basename(argv[0])
         if result.timed_out:
             raise HostUnreachable(f"{name} did not answer within {self.connect_timeout:g} s",
-                                  hint="check that its daemon / API server is up (or raise --connect-timeout)",
+                                  hint="# check that its daemon / API server is up (or raise --connect-timeout)",
                                   host=self.label, stage="connect")
         stderr = result.stderr.decode("utf-8", "replace")
         state = result.stdout.decode("utf-8", "replace").strip()
         if result.exit_status != 0:
             last = next((line for line in reversed(stderr.splitlines()) if line.strip()), f"exit {result.exit_status}")
             raise self._client_error(result, stderr) or HostUnreachable(
-                f"{name} cannot see {self.label}: {last}", hint=f"run `{shlex.join(argv)}` to see why",
+                f"{name} cannot see {self.label}: {last}", hint=f"{shlex.join(argv)}  # shows why",
                 host=self.label, stage="connect")
         if state != running:
             raise HostUnreachable(f"the container is not running ({name} reports {state or 'nothing'!r})",
-                                  hint="start it, or pick a running one", host=self.label, stage="connect")
+                                  hint="# start it, or pick a running one", host=self.label, stage="connect")
 
     def close(self) -> None:
         super().close()
@@ -217,7 +217,9 @@ class ExecCLIExecutor(Executor):
         name = self.binary or self.client
         if self.via is not None and result.exit_status == 127 and re.search(
                 rf"(^|\W){re.escape(name)}: (command )?not found", stderr):
+            # A comment: the install must run there, not where this line is pasted.
+            install = INSTALL_HINTS.get(self.client, f"install {name}").lstrip("# ")
             return ClientNotFound(f"{name} is not installed on {self.via.label}",
-                                  hint=INSTALL_HINTS.get(self.client, f"install {name} there"),
+                                  hint=f"# on {self.via.label}: {install}",
                                   host=self.label, stage="client")
         return match_rules(self.rules, stderr, self.label)

@@ -187,7 +187,7 @@ class KnownHosts:
         return HostKeyError(
             f"host key of {name} ({key.get_name()} {fingerprint(key)}) is marked @revoked in {line.where}; "
             "refusing to connect",
-            hint="ask the host's admin for its new key; never remove the @revoked line to get in",
+            hint="# ask the host's admin for its new key; never remove the @revoked line to get in",
             host=name, stage="host-key")
 
     def unknown_error(self, name: str, key: paramiko.PKey) -> HostKeyError:
@@ -202,7 +202,7 @@ class KnownHosts:
             if self._matching(name, "@cert-authority"):
                 msg += ("; a @cert-authority line matches, but paramiko cannot verify host certificates "
                         "(use --host openssh://... or add the host's plain key)")
-        return HostKeyError(msg, hint=f"verify the fingerprint, then rerun with --accept-new or run: {scan}",
+        return HostKeyError(msg, hint=f"{scan}  # once the fingerprint is verified (or rerun with --accept-new)",
                             host=name, stage="host-key")
 
     def changed_error(self, name: str, key: paramiko.PKey, expected: paramiko.PKey | None) -> HostKeyError:
@@ -213,8 +213,8 @@ class KnownHosts:
         return HostKeyError(
             f"HOST KEY CHANGED for {name}: server offers {key.get_name()} {fingerprint(key)}{was}; "
             "refusing to connect (possible man-in-the-middle)",
-            hint=f"if the host was really reinstalled: ssh-keygen -R {shlex.quote(name)} -f "
-                 f"{shlex.quote(str(self.path))}",
+            hint=f"ssh-keygen -R {shlex.quote(name)} -f {shlex.quote(str(self.path))}  # only if the host "
+                 "was really reinstalled",
             host=name, stage="host-key")
 
 

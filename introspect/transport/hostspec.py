@@ -96,25 +96,25 @@ class HostSpec:
 def parse_host(text: str) -> HostSpec:
     """Parse ``--host`` / hosts.yaml ``url:``; raises UsageError with a one-line fix."""
     if not isinstance(text, str) or not text.strip():
-        raise UsageError("empty host spec", hint="pass --host NAME or --host SCHEME://... "
+        raise UsageError("empty host spec", hint="# pass --host NAME or --host SCHEME://... "
                          "(e.g. openssh://gpu1, podman://vllm)")
     if known_password(text) is not None:  # first: no later message may quote a piece of it
         raise UsageError(f"a password in host spec {text!r} is not supported",
-                         hint="--host ssh://root@gpu1  # no password in the URL: use a key (--identity FILE) "
+                         hint="# pass --host ssh://root@gpu1, no password in the URL: use a key (--identity FILE) "
                               "or ssh-agent; a password on the command line ends up in shell history")
     if any(ord(ch) < 32 or ch.isspace() for ch in text):
         raise UsageError(f"host spec {text!r} contains whitespace or control characters",
-                         hint="write it as one word, e.g. ssh://root@gpu1:2222")
+                         hint="# write it as one word, e.g. ssh://root@gpu1:2222")
     if "://" not in text:
         return HostSpec(scheme=None, host=_checked_bare(text), text=text)
     scheme = text.split("://", 1)[0].lower()
     if scheme not in SCHEMES:
         raise UsageError(f"unknown transport {scheme!r} in host spec {text!r}",
-                         hint="use one of " + ", ".join(s + "://" for s in SCHEMES) + " or a bare host name")
+                         hint="# use one of " + ", ".join(s + "://" for s in SCHEMES) + " or a bare host name")
     try:
         parts = urlsplit(text)
     except ValueError as exc:  # e.g. an unclosed '[' of an IPv6 address
-        raise UsageError(f"host spec {text!r} is not a URL: {exc}", hint=f"write it as {_form(scheme)}") from None
+        raise UsageError(f"host spec {text!r} is not a URL: {exc}", hint=f"# write it as {_form(scheme)}") from None
     if "#" in text:  # an empty fragment too: `ssh://x;cmd;#` must not lose its '#' unseen
         raise _form_error(scheme, text, "a '#' fragment")
     query = _query(scheme, parts.query, text)
@@ -128,7 +128,7 @@ def parse_host(text: str) -> HostSpec:
         name = _only_netloc(scheme, parts.netloc, parts.path, text)
         if not _CONTAINER.fullmatch(name):
             raise UsageError(f"{name!r} is not a {scheme} container name or ID",
-                             hint=f"use the NAME or ID that `{scheme} ps` shows: {_FORMS[scheme]}")
+                             hint=f"# use the NAME or ID that `{scheme} ps` shows: {_FORMS[scheme]}")
         user = query.get("user")
         return HostSpec(scheme=scheme, container=name,
                         user=_checked_word(user, "container user", text, _CONTAINER_USER) if user else None,
@@ -146,7 +146,7 @@ def _form(scheme: str) -> str:
 
 def _form_error(scheme: str, text: str, what: str) -> UsageError:
     return UsageError(f"host spec {text!r} has {what}, which {scheme}:// does not take",
-                      hint=f"write it as {_form(scheme)}")
+                      hint=f"# write it as {_form(scheme)}")
 
 
 def _query(scheme: str, query: str, text: str) -> dict[str, str]:
@@ -159,11 +159,11 @@ def _query(scheme: str, query: str, text: str) -> dict[str, str]:
     for key, value in pairs:
         if key not in allowed:
             raise UsageError(f"{scheme}:// does not take ?{key}= (in {text!r})",
-                             hint=f"write it as {_form(scheme)}")
+                             hint=f"# write it as {_form(scheme)}")
         if key in found:
-            raise UsageError(f"?{key}= is given twice in {text!r}", hint="give it once")
+            raise UsageError(f"?{key}= is given twice in {text!r}", hint="# give it once")
         if not value:
-            raise UsageError(f"?{key}= is empty in {text!r}", hint=f"write it as {_form(scheme)}")
+            raise UsageError(f"?{key}= is empty in {text!r}", hint=f"# write it as {_form(scheme)}")
         found[key] = value
     return found
 
@@ -172,30 +172,30 @@ def _checked_word(value: str, what: str, text: str, pattern: re.Pattern[str] = _
     # A leading '-' would be read as an option by ssh, docker or kubectl.
     if value.startswith("-") or not pattern.fullmatch(value):
         raise UsageError(f"{what} {value!r} in {text!r} is not a plain name",
-                         hint=f"a {what} may not start with '-' or contain spaces, '/', '?' or '#'")
+                         hint=f"# a {what} may not start with '-' or contain spaces, '/', '?' or '#'")
     return value
 
 
 def _parse_ssh(scheme: str, netloc: str, path: str, text: str) -> HostSpec:
     if path not in ("", "/"):
         raise UsageError(f"{scheme}:// takes no path ({path!r} in {text!r})",
-                         hint=f"write {_form(scheme)} and pass the model directory with --model")
+                         hint=f"# write {_form(scheme)} and pass the model directory with --model")
     user = None
     if "@" in netloc:
         login, netloc = netloc.rsplit("@", 1)
         if ":" in login:
             raise UsageError(f"a password in host spec {text!r} is not supported",
-                             hint="use a key or ssh-agent; a password in a URL ends up in shell history")
+                             hint="# use a key or ssh-agent; a password in a URL ends up in shell history")
         user = check_user(unquote(login), within=f"host spec {text!r}", hint=_ssh_hint(scheme))
     host, port = _split_port(scheme, netloc, text)
     if not host:
-        raise UsageError(f"host spec {text!r} names no host", hint=f"write it as {_form(scheme)}")
+        raise UsageError(f"host spec {text!r} names no host", hint=f"# write it as {_form(scheme)}")
     return HostSpec(scheme=scheme, host=check_host(host, within=f"host spec {text!r}", hint=_ssh_hint(scheme)),
                     port=port, user=user, text=text)
 
 
 def _ssh_hint(scheme: str) -> str:
-    return f"--host {scheme}://root@gpu1:2222  # a host name is {HOST_RULE}"
+    return f"# pass --host {scheme}://root@gpu1:2222: a host name is {HOST_RULE}"
 
 
 def _checked_bare(text: str) -> str:
@@ -204,7 +204,7 @@ def _checked_bare(text: str) -> str:
     if "/" in text:
         if text.startswith("-") or not _BARE.fullmatch(text):
             raise UsageError(f"host {text!r} is not a host name, alias or container path",
-                             hint="--host gpu1  # or SCHEME://... (e.g. kubectl://serving/vllm-0)")
+                             hint="# pass --host gpu1 or SCHEME://... (e.g. kubectl://serving/vllm-0)")
         return text
     check_destination(text)
     return text
@@ -223,7 +223,7 @@ def _split_port(scheme: str, netloc: str, text: str) -> tuple[str, int | None]:
         return host, None
     if not _DIGITS.fullmatch(port_text) or not 1 <= int(port_text) <= 65535:
         raise UsageError(f"port {port_text!r} in {text!r} is not a number from 1 to 65535",
-                         hint=f"write it as {_form(scheme)}, e.g. {scheme}://root@gpu1:2222")
+                         hint=f"# write it as {_form(scheme)}, e.g. {scheme}://root@gpu1:2222")
     return host, int(port_text)
 
 
@@ -231,7 +231,7 @@ def _only_netloc(scheme: str, netloc: str, path: str, text: str) -> str:
     if path not in ("", "/"):
         raise _form_error(scheme, text, f"a path {path!r}")
     if not netloc:
-        raise UsageError(f"host spec {text!r} names no {scheme} target", hint=f"write it as {_form(scheme)}")
+        raise UsageError(f"host spec {text!r} names no {scheme} target", hint=f"# write it as {_form(scheme)}")
     return unquote(netloc)
 
 
@@ -239,22 +239,22 @@ def _parse_kubectl(netloc: str, path: str, query: dict[str, str], text: str) -> 
     words = [netloc, *[w for w in path.split("/") if w]] if netloc else []
     if not 1 <= len(words) <= 3 or "" in words or path.endswith("//"):
         raise UsageError(f"host spec {text!r} is not [NAMESPACE/]POD[/CONTAINER]",
-                         hint=f"write it as {_FORMS['kubectl']}, e.g. kubectl://serving/vllm-0/engine")
+                         hint=f"# write it as {_FORMS['kubectl']}, e.g. kubectl://serving/vllm-0/engine")
     namespace, pod, container = (None, words[0], None) if len(words) == 1 else (
         words[0], words[1], words[2] if len(words) == 3 else None)
     if not _DNS_SUBDOMAIN.fullmatch(pod) or len(pod) > 253:
-        raise UsageError(f"{pod!r} is not a Kubernetes pod name", hint="use the NAME that `kubectl get pods` shows")
+        raise UsageError(f"{pod!r} is not a Kubernetes pod name", hint="# use the NAME that `kubectl get pods` shows")
     for what, value in (("namespace", namespace), ("container", container)):
         if value is not None and (not _DNS_LABEL.fullmatch(value) or len(value) > 63):
             raise UsageError(f"{value!r} is not a Kubernetes {what} name",
-                             hint=f"write it as {_FORMS['kubectl']}")
+                             hint=f"# write it as {_FORMS['kubectl']}")
     context = query.get("context")
     if context is not None and (context.startswith("-") or not _PLAIN.fullmatch(context)):
         raise UsageError(f"context {context!r} in {text!r} is not a plain name",
-                         hint="use a name that `kubectl config get-contexts` lists")
+                         hint="# use a name that `kubectl config get-contexts` lists")
     kubeconfig = query.get("kubeconfig")
     if kubeconfig is not None and kubeconfig.startswith("-"):
-        raise UsageError(f"kubeconfig {kubeconfig!r} may not start with '-'", hint="pass a file path")
+        raise UsageError(f"kubeconfig {kubeconfig!r} may not start with '-'", hint="# pass a file path")
     return HostSpec(scheme="kubectl", container=pod, pod_container=container, namespace=namespace,
                     context=context, kubeconfig=kubeconfig, text=text)
 
@@ -262,11 +262,11 @@ def _parse_kubectl(netloc: str, path: str, query: dict[str, str], text: str) -> 
 def _parse_lxc(netloc: str, path: str, query: dict[str, str], text: str) -> HostSpec:
     name = _only_netloc("lxc", netloc, path, text)
     if not _CONTAINER.fullmatch(name):
-        raise UsageError(f"{name!r} is not an LXC container name", hint="use the NAME that `lxc-ls` shows")
+        raise UsageError(f"{name!r} is not an LXC container name", hint="# use the NAME that `lxc-ls` shows")
     client = query.get("client")
     if client is not None and client not in LXC_CLIENTS:
         raise UsageError(f"?client={client} in {text!r} is not one of {', '.join(LXC_CLIENTS)}",
-                         hint="use ?client=lxc-attach (LXC) or ?client=lxc (LXD)")
+                         hint="# use ?client=lxc-attach (LXC) or ?client=lxc (LXD)")
     return HostSpec(scheme="lxc", container=name, client=client, text=text)
 
 
@@ -275,11 +275,11 @@ def _parse_pct(netloc: str, path: str, query: dict[str, str], text: str) -> Host
     # Proxmox VE's VMID range (pve-guest-common: 100 .. 999999999).
     if not _DIGITS.fullmatch(vmid) or not 100 <= int(vmid) <= 999_999_999:
         raise UsageError(f"{vmid!r} in {text!r} is not a Proxmox VMID (a number from 100 to 999999999)",
-                         hint=f"use the VMID that `pct list` shows: {_FORMS['pct']}")
+                         hint=f"# use the VMID that `pct list` shows: {_FORMS['pct']}")
     via = None
     if "via" in query:
         via = parse_host(query["via"])
         if via.scheme not in ("ssh", "openssh"):
             raise UsageError(f"?via= in {text!r} must be an ssh:// or openssh:// URL",
-                             hint="write it as pct://200?via=ssh://root@pve1")
+                             hint="# write it as pct://200?via=ssh://root@pve1")
     return HostSpec(scheme="pct", container=str(int(vmid)), via=via, text=text)

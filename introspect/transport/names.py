@@ -84,7 +84,7 @@ def check_host(name: str, *, what: str = "host name", within: str | None = None,
     problem = host_problem(name[1:-1] if name.startswith("[") and name.endswith("]") else name)
     if problem:
         raise _refuse(within, what, name, problem, f"; a host name is {HOST_RULE}",
-                      hint or "--host gpu1.example.com  # a host name, ssh_config alias or address, no shell characters")
+                      hint or "# pass --host gpu1.example.com: a host name, ssh_config alias or address, no shell characters")
     return name
 
 
@@ -92,14 +92,14 @@ def check_user(name: str, *, what: str = "user name", within: str | None = None,
     problem = user_problem(name)
     if problem:
         raise _refuse(within, what, name, problem, f"; a user name is {USER_RULE}",
-                      hint or "--user ubuntu  # the login name on the host")
+                      hint or "# pass --user ubuntu: the login name on the host")
     return name
 
 
 def check_port(value: object, *, what: str = "port", within: str | None = None, hint: str | None = None) -> int:
     problem = port_problem(value)
     if problem:
-        raise _refuse(within, what, value, problem, "", hint or "--port 22  # the port sshd listens on")
+        raise _refuse(within, what, value, problem, "", hint or "# pass --port 22: the port sshd listens on")
     return int(str(value))
 
 
@@ -122,7 +122,7 @@ def check_destination(text: str, *, what: str = "host") -> tuple[str | None, str
     """``[user@]host[:port]`` split and every part checked: (user or None, host, port or None)."""
     user, host, port = split_destination(text)
     within = f"{what} {text!r}" if user or port is not None else None
-    hint = f"--{'jump' if 'jump' in what else 'host'} root@gpu1:2222  # a host name is {HOST_RULE}"
+    hint = f"# pass --{'jump' if 'jump' in what else 'host'} root@gpu1:2222: a host name is {HOST_RULE}"
     checked_user = check_user(user, within=within, hint=hint) if user else None
     checked_host = check_host(host, what="host name" if within else what, within=within, hint=hint)
     checked_port = check_port(port, within=within, hint=hint) if port is not None else None

@@ -64,10 +64,10 @@ def check_options(options: Sequence[str]) -> list[str]:
         found = _OPTION.fullmatch(option.strip())
         if found is None:
             raise UsageError(f"--ssh-option {option!r} is not KEY=VALUE",
-                             hint="write it as OpenSSH's -o does, e.g. --ssh-option ServerAliveInterval=10")
+                             hint="# write it as OpenSSH's -o does, e.g. --ssh-option ServerAliveInterval=10")
         if found.group(1).lower() in _OWN_OPTIONS:
             raise UsageError(f"--ssh-option {found.group(1)} is set by introspect itself",
-                             hint="use --connect-timeout / --control-persist instead (BatchMode is always yes)")
+                             hint="# use --connect-timeout / --control-persist instead (BatchMode is always yes)")
         checked.append(f"{found.group(1)}={found.group(2)}")
     return checked
 
@@ -88,7 +88,7 @@ def control_dir(persist: bool) -> Path:
     info = path.lstat()
     if path.is_symlink() or info.st_uid != os.getuid() or info.st_mode & 0o077:
         raise UsageError(f"{path} is not a private directory of this user",
-                         hint=f"remove it (rm -r {shlex.quote(str(path))}) and rerun")
+                         hint=f"rm -r {shlex.quote(str(path))}  # then rerun")
     return path
 
 
@@ -111,7 +111,7 @@ class OpenSSHExecutor(Executor):
             check_jump(jump)
         if control_persist is not None and not _PERSIST.fullmatch(control_persist):
             raise UsageError(f"--control-persist {control_persist!r} is not an OpenSSH time",
-                             hint="give seconds or a time like 10m or 1h (see ControlPersist in ssh_config(5))")
+                             hint="# give seconds or a time like 10m or 1h (see ControlPersist in ssh_config(5))")
         self.host, self.port, self.user = host, port, user
         self.identity, self.jump, self.ssh_config = identity, jump, ssh_config
         self.known_hosts, self.accept_new = known_hosts, accept_new
@@ -130,7 +130,7 @@ class OpenSSHExecutor(Executor):
     @classmethod
     def from_settings(cls, settings: ConnectionSettings) -> OpenSSHExecutor:
         if not settings.host:
-            raise UsageError("an OpenSSH target needs a host", hint="pass --host openssh://[user@]HOST[:PORT]")
+            raise UsageError("an OpenSSH target needs a host", hint="# pass --host openssh://[user@]HOST[:PORT]")
         return cls(settings.host, port=settings.port, user=settings.user,
                    identity=checked_identity(settings.identity),
                    jump=settings.jump, ssh_config=settings.ssh_config, known_hosts=settings.known_hosts,
@@ -192,13 +192,13 @@ class OpenSSHExecutor(Executor):
                                   timeout=30, stdin=subprocess.DEVNULL)
         except subprocess.TimeoutExpired:
             raise UsageError("ssh -G (reading the ssh configuration) did not finish within 30 s",
-                             hint="check ssh_config for a Match exec command that hangs", host=self.label,
+                             hint="# check ssh_config for a Match exec command that hangs", host=self.label,
                              stage="config") from None
         fallback = SSHContext(self.label, self.host, self.port or 22, self.user or "", self.connect_timeout or 5)
         if proc.returncode != 0:
             raise classify(proc.stderr, fallback) or UsageError(
                 f"ssh -G failed: {proc.stderr.strip().splitlines()[-1:] or proc.returncode}",
-                hint="check the ssh_config and --ssh-option values", host=self.label, stage="config")
+                hint="# check the ssh_config and --ssh-option values", host=self.label, stage="config")
         conf: dict[str, str] = {}
         for line in proc.stdout.splitlines():
             key, _, value = line.partition(" ")
@@ -256,7 +256,7 @@ class OpenSSHExecutor(Executor):
             time.sleep(0.05)
         _stop(master)
         raise HostUnreachable(f"no SSH login to {ctx.where} within {ctx.connect_timeout + AUTH_SLACK_S:g} s",
-                              hint="check the host and the network path (or raise --connect-timeout)",
+                              hint="# check the host and the network path (or raise --connect-timeout)",
                               host=self.label, stage="connect")
 
     def _socket_ready(self) -> bool:
@@ -276,7 +276,7 @@ class OpenSSHExecutor(Executor):
             error = classify(self._verbose_attempt(), ctx) or error
         last = next((line for line in reversed(log.splitlines()) if line.strip()), "no output")
         return error or HostUnreachable(f"ssh could not log in to {ctx.where}: {last}",
-                                        hint="run `ssh -v` to that host to see why", host=self.label,
+                                        hint="# run `ssh -v` to that host to see why", host=self.label,
                                         stage="connect")
 
     def _verbose_attempt(self) -> str:
@@ -323,7 +323,7 @@ class OpenSSHExecutor(Executor):
             # The probe itself never exits 255: this is ssh failing, with or without a message.
             return classify(stderr, self._ctx) or ConnectionLost(
                 f"ssh ended with status 255 during the {task} probe: {last}",
-                hint="check that the host and its sshd are up, then rerun", host=self.label, stage=task)
+                hint="# check that the host and its sshd are up, then rerun", host=self.label, stage=task)
         return super()._no_reply_error(python, task, result, stderr, timeout)
 
 

@@ -69,7 +69,7 @@ def _config(text: str, _raw: str, ctx: SSHContext) -> IntrospectError | None:
     if found is None:
         return None
     return UsageError(f"ssh rejected its configuration: {found.group(0).strip()}",
-                      hint="fix that ssh_config line or the --ssh-option KEY=VALUE it names",
+                      hint="# fix that ssh_config line or the --ssh-option KEY=VALUE it names",
                       host=ctx.label, stage="config")
 
 
@@ -84,7 +84,8 @@ def _host_key(text: str, raw: str, ctx: SSHContext) -> IntrospectError | None:
         return HostKeyError(
             f"HOST KEY CHANGED for {entry}: server offers {offers}; refusing to connect "
             "(possible man-in-the-middle)",
-            hint=f"if the host was really reinstalled: ssh-keygen -R {shlex.quote(entry)} -f {shlex.quote(known)}",
+            hint=f"ssh-keygen -R {shlex.quote(entry)} -f {shlex.quote(known)}  # only if the host was really "
+                 "reinstalled",
             host=entry, stage="host-key")
     if "Host key verification failed" not in text:
         return None
@@ -94,7 +95,7 @@ def _host_key(text: str, raw: str, ctx: SSHContext) -> IntrospectError | None:
     offer = f"{key.group(1)} {key.group(2)}" if key else "its key"
     scan = f"ssh-keyscan -p {ctx.port} {shlex.quote(ctx.hostname)} >> {shlex.quote(ctx.known_hosts)}"
     return HostKeyError(f"unknown host key for {entry}: {offer} (not in {ctx.known_hosts})",
-                        hint=f"verify the fingerprint, then rerun with --accept-new or run: {scan}",
+                        hint=f"{scan}  # once the fingerprint is verified (or rerun with --accept-new)",
                         host=entry, stage="host-key")
 
 
@@ -102,38 +103,38 @@ def _network(text: str, _raw: str, ctx: SSHContext) -> IntrospectError | None:
     found = re.search(r"Could not resolve hostname (\S+): (.+)$", text, _FLAGS)
     if found:
         return HostUnreachable(f"cannot resolve host name {found.group(1)!r}: {found.group(2).strip()}",
-                               hint="check the name, or the Host/HostName entry in ~/.ssh/config",
+                               hint="# check the name, or the Host/HostName entry in ~/.ssh/config",
                                host=ctx.label, stage="connect")
     found = re.search(r"connect to host (\S+) port (\d+): (.+)$", text, _FLAGS)
     if found:
         where, reason = f"{found.group(1)}:{found.group(2)}", found.group(3).strip()
         if "refused" in reason.lower():
             return HostUnreachable(f"connection refused by {where}",
-                                   hint="check that sshd runs there and listens on that port",
+                                   hint="# check that sshd runs there and listens on that port",
                                    host=ctx.label, stage="connect")
         if "timed out" in reason.lower():
             return HostUnreachable(f"TCP connect to {where} timed out after {ctx.connect_timeout:g} s",
-                                   hint="check the address, the network path and that the host is up "
+                                   hint="# check the address, the network path and that the host is up "
                                         "(or raise --connect-timeout)", host=ctx.label, stage="connect")
-        return HostUnreachable(f"cannot connect to {where}: {reason}", hint="check the address and the network path",
+        return HostUnreachable(f"cannot connect to {where}: {reason}", hint="# check the address and the network path",
                                host=ctx.label, stage="connect")
     if re.search(r"timed out during banner exchange", text, _FLAGS):
         return HostUnreachable(
             f"no SSH banner from {ctx.where} within {ctx.connect_timeout:g} s",
-            hint="the port may not be sshd, or sshd is refusing new connections (MaxStartups); "
+            hint="# the port may not be sshd, or sshd is refusing new connections (MaxStartups); "
                  "retry with fewer parallel hosts", host=ctx.label, stage="banner")
     found = re.search(r"^.*(kex_exchange_identification|ssh_exchange_identification|"
                       r"Connection closed by \S+ port \d+|Connection reset by \S+ port \d+|"
                       r"banner exchange).*$", text, _FLAGS)
     if found:
         return HostUnreachable(f"{ctx.where} closed the connection during the handshake ({found.group(0).strip()})",
-                               hint="check the server's sshd logs (MaxStartups, AllowUsers)",
+                               hint="# check the server's sshd logs (MaxStartups, AllowUsers)",
                                host=ctx.label, stage="handshake")
     found = re.search(r"^.*(channel \d+: open failed|stdio forwarding failed|ProxyCommand|"
                       r"UNKNOWN port 65535).*$", text, _FLAGS)
     if found:
         return HostUnreachable(f"the jump/proxy could not reach {ctx.where}: {found.group(0).strip()}",
-                               hint="check ProxyJump/ProxyCommand in ssh_config, and that the jump host "
+                               hint="# check ProxyJump/ProxyCommand in ssh_config, and that the jump host "
                                     "can reach the target", host=ctx.label, stage="connect")
     return None
 
@@ -144,7 +145,7 @@ def _auth(text: str, _raw: str, ctx: SSHContext) -> IntrospectError | None:
         return None
     return AuthenticationFailed(
         f"authentication refused for user {ctx.user!r} at {ctx.where} ({found.group(0).strip()})",
-        hint="load the right key into ssh-agent, pass --identity FILE, or check --user",
+        hint="# load the right key into ssh-agent, pass --identity FILE, or check --user",
         host=ctx.label, stage="auth")
 
 
@@ -154,5 +155,5 @@ def _lost(text: str, _raw: str, ctx: SSHContext) -> IntrospectError | None:
     if found is None:
         return None
     return ConnectionLost(f"the SSH connection dropped while a probe was running ({found.group(0).strip()})",
-                          hint="check that the host and its sshd are up, then rerun",
+                          hint="# check that the host and its sshd are up, then rerun",
                           host=ctx.label, stage="probe")

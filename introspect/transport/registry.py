@@ -70,7 +70,7 @@ def executor_class(scheme: str) -> type[Executor]:
     target = TRANSPORTS.get(scheme)
     if target is None:
         raise UsageError(f"unknown transport {scheme!r} (known: {', '.join(schemes())})",
-                         hint=f"write the host as {'://HOST, '.join(schemes())}://HOST, or a plain host name")
+                         hint=f"# write the host as {'://HOST, '.join(schemes())}://HOST, or a plain host name")
     module_name, _, attribute = target.partition(":")
     cls = getattr(importlib.import_module(module_name), attribute)
     if not (isinstance(cls, type) and issubclass(cls, Executor)):

@@ -62,8 +62,8 @@ def checked_identity(path: str | None) -> str | None:
         return None
     if not os.path.exists(path):
         raise InputError(f"identity file {path} does not exist",
-                         hint="check the path given to --identity (or `identity:` in the inventory)")
+                         hint="# check the path given to --identity (or `identity:` in the inventory)")
     if not os.path.isfile(path) or not os.access(path, os.R_OK):
         raise InputError(f"identity file {path} is not a readable file",
-                         hint="pass the private key file itself (e.g. ~/.ssh/id_ed25519), readable by you")
+                         hint="# pass the private key file itself (e.g. ~/.ssh/id_ed25519), readable by you")
     return path

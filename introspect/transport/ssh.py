@@ -80,7 +80,7 @@ class SSHProcess(RemoteProcess):
         while not self._channel.exit_status_ready():
             if not self._transport.is_active():
                 raise ConnectionLost("the SSH connection dropped while a probe was running",
-                                     hint="check that the host and its sshd are up, then rerun",
+                                     hint="# check that the host and its sshd are up, then rerun",
                                      host=self._label, stage="probe")
             if time.monotonic() > deadline:
                 return None
@@ -94,7 +94,7 @@ class SSHProcess(RemoteProcess):
                     break
                 time.sleep(0.02)
             raise ConnectionLost("the SSH session ended without an exit status (sshd or the host went away)",
-                                 hint="check that the host and its sshd are up, then rerun",
+                                 hint="# check that the host and its sshd are up, then rerun",
                                  host=self._label, stage="probe")
         return status
 
@@ -120,11 +120,11 @@ class SSHExecutor(Executor):
     @classmethod
     def from_settings(cls, settings: ConnectionSettings) -> SSHExecutor:
         if not settings.host:
-            raise UsageError("an SSH target needs a host", hint="pass --host [user@]HOST")
+            raise UsageError("an SSH target needs a host", hint="# pass --host [user@]HOST")
         if settings.ssh_options or settings.control_persist:
             # paramiko has no -o or ControlPersist: a flag silently ignored would mislead.
             raise UsageError(f"--ssh-option and --control-persist apply to openssh://, not to ssh:// ({settings.host})",
-                             hint="add --transport openssh, or write the host as openssh://HOST")
+                             hint="# add --transport openssh, or write the host as openssh://HOST")
         ssh = SSHTarget(host=settings.host, port=settings.port, user=settings.user,
                         identity=checked_identity(settings.identity),
                         jump=settings.jump, connect_timeout=settings.connect_timeout,
@@ -179,7 +179,7 @@ class SSHExecutor(Executor):
                 return paramiko.ProxyCommand(hop.proxy_command)
             except (OSError, ValueError, paramiko.SSHException) as exc:
                 raise HostUnreachable(f"cannot start the ProxyCommand for {hop.where} ({hop.proxy_command}): {exc}",
-                                      hint="check the ProxyCommand line of ssh_config",
+                                      hint="# check the ProxyCommand line of ssh_config",
                                       host=self.label, stage="connect") from None
         transport = through.get_transport()
         try:
@@ -191,12 +191,12 @@ class SSHExecutor(Executor):
             # sshd's words for a failed forward (SSH_OPEN_CONNECT_FAILED: refused, unreachable;
             # SSH_OPEN_ADMINISTRATIVELY_PROHIBITED: AllowTcpForwarding no).
             raise HostUnreachable(f"jump host {previous.where} could not connect to {hop.where} ({exc.text})",
-                                  hint="check that sshd runs on that host and port and that the jump host may "
+                                  hint="# check that sshd runs on that host and port and that the jump host may "
                                        "reach it (and allows TCP forwarding: AllowTcpForwarding)",
                                   host=self.label, stage="connect") from None
         except (paramiko.SSHException, OSError, EOFError) as exc:
             raise HostUnreachable(f"no connection to {hop.where} through jump host {previous.where}: {exc}",
-                                  hint="check the jump host, then rerun (or raise --connect-timeout)",
+                                  hint="# check the jump host, then rerun (or raise --connect-timeout)",
                                   host=self.label, stage="connect") from None
 
     def _open(self, hop: Hop, sock: object | None) -> paramiko.SSHClient:
@@ -241,31 +241,31 @@ class SSHExecutor(Executor):
         if isinstance(exc, paramiko.AuthenticationException):  # PasswordRequiredException included
             return AuthenticationFailed(
                 f"authentication refused for user {hop.user!r} at {where} ({exc}); tried {self._keys_tried(hop)}",
-                hint="load the right key into ssh-agent, pass --identity FILE, or check --user",
+                hint="# load the right key into ssh-agent, pass --identity FILE, or check --user",
                 host=self.label, stage="auth")
         if isinstance(exc, paramiko.SSHException):
             return self._negotiation_error(hop, str(exc))
         if isinstance(exc, (paramiko.ssh_exception.NoValidConnectionsError, ConnectionRefusedError)):
             return HostUnreachable(f"connection refused by {where}",
-                                   hint="check that sshd runs there and listens on that port",
+                                   hint="# check that sshd runs there and listens on that port",
                                    host=self.label, stage="connect")
         if isinstance(exc, TimeoutError):
             return HostUnreachable(f"TCP connect to {where} timed out after {hop.connect_timeout:g} s",
-                                   hint="check the address, the network path and that the host is up "
+                                   hint="# check the address, the network path and that the host is up "
                                         "(or raise --connect-timeout)",
                                    host=self.label, stage="connect")
         if isinstance(exc, socket.gaierror):
             return HostUnreachable(f"cannot resolve host name {hop.host!r}: {exc.strerror}",
-                                   hint="check the name, or the Host/HostName entry in ~/.ssh/config",
+                                   hint="# check the name, or the Host/HostName entry in ~/.ssh/config",
                                    host=self.label, stage="connect")
         if isinstance(exc, OSError):
             reason = errno.errorcode.get(exc.errno or 0, "") if exc.errno else ""
             return HostUnreachable(f"cannot connect to {where}: {exc.strerror or exc} {reason}".strip(),
-                                   hint="check the address and the network path",
+                                   hint="# check the address and the network path",
                                    host=self.label, stage="connect")
         if isinstance(exc, EOFError):
             return HostUnreachable(f"{where} closed the connection during the handshake",
-                                   hint="check the server's sshd logs (MaxStartups, AllowUsers)",
+                                   hint="# check the server's sshd logs (MaxStartups, AllowUsers)",
                                    host=self.label, stage="handshake")
         return None
 
@@ -275,15 +275,15 @@ class SSHExecutor(Executor):
             # paramiko's words when it had no key and no agent to offer at all.
             return AuthenticationFailed(
                 f"no usable SSH key for user {hop.user!r} at {hop.where}: tried {self._keys_tried(hop)}",
-                hint="pass --identity FILE, load a key with `ssh-add`, or create one with `ssh-keygen`",
+                hint="# pass --identity FILE, load a key with `ssh-add`, or create one with `ssh-keygen`",
                 host=self.label, stage="auth")
         if "banner" in text.lower():
             return HostUnreachable(
                 f"no SSH banner from {hop.where} within {self.ssh.banner_timeout:g} s ({text})",
-                hint="the port may not be sshd, or sshd is refusing new connections (MaxStartups); "
+                hint="# the port may not be sshd, or sshd is refusing new connections (MaxStartups); "
                      "retry with fewer parallel hosts", host=self.label, stage="banner")
         return HostUnreachable(f"SSH negotiation with {hop.where} failed: {text}",
-                               hint="check the server's sshd logs", host=self.label, stage="handshake")
+                               hint="# check the server's sshd logs", host=self.label, stage="handshake")
 
     def _keys_tried(self, hop: Hop) -> str:
         """What authentication had to offer, in words (files and counts, never key material)."""
@@ -315,14 +315,14 @@ class SSHExecutor(Executor):
         assert self._conn is not None
         transport = self._conn.get_transport()
         if transport is None or not transport.is_active():
-            raise ConnectionLost("the SSH connection is closed", hint="rerun", host=self.label,
+            raise ConnectionLost("the SSH connection is closed", hint="# rerun", host=self.label,
                                  stage="channel")
         try:
             channel = transport.open_session(timeout=(self.ssh.connect_timeout or DEFAULT_CONNECT_TIMEOUT) + 5)
             channel.exec_command(" ".join(shlex.quote(word) for word in argv))
         except (paramiko.SSHException, OSError, EOFError) as exc:
             raise ConnectionLost(f"cannot open an SSH channel: {exc}",
-                                 hint="sshd may limit sessions (MaxSessions); check its logs",
+                                 hint="# sshd may limit sessions (MaxSessions); check its logs",
                                  host=self.label, stage="channel") from None
         return SSHProcess(channel, transport, self.label)
 

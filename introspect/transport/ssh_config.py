@@ -16,6 +16,8 @@ from __future__ import annotations
 
 import getpass
 import os
+import shlex
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from functools import lru_cache
@@ -72,7 +74,7 @@ def split_hop(text: str, *, what: str = "host") -> tuple[str | None, str, int | 
     """``[user@]host[:port]`` as ``ssh -J`` and fabric read it (``[v6]:port`` too; a bare IPv6
     address keeps its colons), each part checked (:mod:`.names`) before any lookup."""
     if not split_destination(text)[1]:
-        raise UsageError(f"no host name in {text!r}", hint="--jump root@bastion:22  # [user@]host[:port]")
+        raise UsageError(f"no host name in {text!r}", hint="# pass --jump [user@]host[:port], e.g. --jump root@bastion:22")
     return check_destination(text, what=what)
 
 
@@ -80,7 +82,7 @@ def load_config(path: str | None) -> tuple[paramiko.SSHConfig, str]:
     """The parsed ssh_config files (cached while they are unchanged) and how to name them in errors."""
     if path and not os.path.exists(os.path.expanduser(path)):
         raise InputError(f"ssh_config file {path} does not exist",
-                         hint="check the path given to --ssh-config")
+                         hint="# check the path given to --ssh-config")
     paths = tuple(os.path.expanduser(p) for p in ([path] if path else SSH_CONFIG_FILES))
     return _parsed(paths, tuple(_stamp(p) for p in paths)), " or ".join([path] if path else SSH_CONFIG_FILES)
 
@@ -106,10 +108,10 @@ def _parsed(paths: tuple[str, ...], stamps: tuple[tuple[int, int, int] | None, .
                 config.parse(fh)
         except OSError as exc:
             raise InputError(f"cannot read ssh_config {path}: {exc.strerror or exc}",
-                             hint="make the file readable, or pass --ssh-config FILE") from None
+                             hint="# make the file readable, or pass --ssh-config FILE") from None
         except paramiko.ConfigParseError as exc:
             raise InputError(f"cannot parse ssh_config {path}: {exc}",
-                             hint="fix that line (see ssh_config(5)), or pass --ssh-config FILE") from None
+                             hint="# fix that line (see ssh_config(5)), or pass --ssh-config FILE") from None
     return config
 
 
@@ -119,7 +121,7 @@ def local_user() -> str:
         return getpass.getuser()
     except (KeyError, OSError):
         raise UsageError("cannot tell the local user name (no USER, LOGNAME or passwd entry)",
-                         hint="pass --user NAME, or set User in ssh_config") from None
+                         hint="# pass --user NAME, or set User in ssh_config") from None
 
 
 class Resolver:
@@ -182,7 +184,7 @@ class Resolver:
         if len(chain) + len(texts) > MAX_JUMPS or any(hop in chain for hop in names):
             raise UsageError(f"ProxyJump of {name} in {self.source} loops or is deeper than {MAX_JUMPS} hops "
                              f"({' -> '.join((*chain, *names))})",
-                             hint="give the bastion `ProxyJump none` in ssh_config, or pass --jump")
+                             hint="# give the bastion `ProxyJump none` in ssh_config, or pass --jump")
         via: Hop | None = None
         for index, text in enumerate(texts):
             via = self.hop(text, via=via, follow_config=index == 0, seen=chain)
@@ -217,17 +219,17 @@ class Resolver:
                 if not enable_match_exec():
                     raise UsageError(f"{self.source} has a `Match exec` line for {name}, which paramiko runs with "
                                      "invoke, and invoke is not installed",
-                                     hint="install invoke (pip install invoke), or use --transport openssh"
+                                     hint=f"{shlex.quote(sys.executable)} -m pip install invoke  # or use --transport openssh"
                                      ) from None
                 return self.config.lookup(name)
         except paramiko.CouldNotCanonicalize as exc:
             raise HostUnreachable(f"cannot canonicalize host name {name!r} with the CanonicalDomains of "
                                   f"{self.source} ({exc})",
-                                  hint="check CanonicalDomains, or set CanonicalizeFallbackLocal yes",
+                                  hint="# check CanonicalDomains, or set CanonicalizeFallbackLocal yes",
                                   host=name, stage="connect") from None
         except paramiko.ConfigParseError as exc:
             raise InputError(f"cannot use {self.source} for {name}: {exc}",
-                             hint="fix that line (see ssh_config(5)), or pass --ssh-config FILE") from None
+                             hint="# fix that line (see ssh_config(5)), or pass --ssh-config FILE") from None
 
     def _number(self, opts: Any, key: str, name: str, kind: Callable[[str], float]) -> Any:
         value = opts.get(key)
@@ -237,10 +239,10 @@ class Resolver:
             number = kind(str(value))
         except ValueError:
             raise InputError(f"{key} {value!r} for {name} in {self.source} is not a number",
-                             hint=f"fix the {key} line of that ssh_config") from None
+                             hint=f"# fix the {key} line of that ssh_config") from None
         if number <= 0:
             raise InputError(f"{key} {value!r} for {name} in {self.source} must be positive",
-                             hint=f"fix the {key} line of that ssh_config")
+                             hint=f"# fix the {key} line of that ssh_config")
         return number
 
 

@@ -83,9 +83,9 @@ def test_all_columns_at_80_columns_keeps_every_value_whole(profiles) -> None:
     lines = screen.splitlines()
     assert all(len(line) <= 80 for line in lines), screen
     # Too wide for one line per host: each host's block names every fact beside its value.
-    assert "quantization compressed-tensors int4 g32 pack-quantized" in screen, screen
+    assert "quantization: compressed-tensors int4 g32 pack-quantized" in screen, screen
     block = screen[screen.index("gpu-c"):]
-    assert "transformers *4.57.1" in block and "tiktoken 0.14.0" in block, screen
+    assert "transformers: *4.57.1" in block and "tiktoken: 0.14.0" in block, screen
 
 
 def test_odd_markup_is_bold_red_with_a_star() -> None:

@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 
 from introspect.analysis.profile import build_profile
-from introspect.cli.fix_lines import is_command, report_fixes, report_optional, shell_line
+from introspect.cli.fix_lines import is_command, paste_lines, report_fixes, report_optional, shell_line
 from introspect.cli.remote_fix import fix_on_target
 from tests.cli.terminal import run_in_terminal
 from tests.conftest import run_cli
@@ -49,8 +49,9 @@ def test_healthy_probe_without_torch_has_no_fix_and_an_optional_torch_line(kimi_
     assert "To fix:" not in out, out  # only info findings: nothing is broken
     optional = block(out, "Optional:")
     pip = f"{venv_full}/bin/pip install torch"
-    [torch] = [line for line in optional if line.startswith(pip)]
-    assert "  # only for the model-code witness" in torch, torch
+    [index] = [i for i, line in enumerate(optional) if line.startswith(pip)]
+    # The why after the command, or (too long for the line together) on '# ' lines above it.
+    assert any("# only for the model-code witness" in line for line in optional[:index + 1]), optional
     assert out.rstrip().endswith(optional[-1]), out  # printed after the report
     assert_parses(optional)
 
@@ -61,11 +62,13 @@ def test_golden_report_blocks_parse_and_split_by_severity(name: str) -> None:
     profile = build_profile(json.loads(raw.read_text(encoding="utf-8")))
     _code, out = run_in_terminal("profile", str(raw), columns=80)
     fixes, optional = block(out, "To fix:"), block(out, "Optional:")
-    assert fixes == report_fixes(profile).items and optional == report_optional(profile).items, out
+    # As printed at 80 columns: prose folded into '# ' lines, commands whole.
+    items, extras = report_fixes(profile).items, report_optional(profile).items
+    assert fixes == paste_lines(items, 80) and optional == paste_lines(extras, 80), out
     for finding in profile["findings"]:
         if finding.get("fix"):  # each fix once, under the heading its severity names
             line = shell_line(finding["fix"])
-            assert line in (optional if finding["severity"] == "info" else fixes), (finding, out)
+            assert line in (extras if finding["severity"] == "info" else items), (finding, out)
     if optional and fixes:
         assert out.index("Optional:") > out.index("To fix:"), out
     assert_parses(fixes + optional)

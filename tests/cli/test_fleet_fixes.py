@@ -82,7 +82,8 @@ def test_fleet_probe_fixes_run_through_each_hosts_transport() -> None:
     # Another inventory name for gpu0's address: the same line, both names after it.
     results.append(_item("gpu0-alias", results[0]["profile"]["target"], ("error", f"{pip} tiktoken"),
                          ("error", f"{pip} 'blobfile>=2'")))
-    console = Console(file=io.StringIO(), width=80, highlight=False, emoji=False)
+    # Wide enough that no line's why moves above it (tests/cli/test_fix_folding.py folds them).
+    console = Console(file=io.StringIO(), width=160, highlight=False, emoji=False)
     print_fleet_fixes(console, results)
     lines = block(console.file.getvalue(), "To fix:")  # type: ignore[attr-defined]
     merged = f"{pip} tiktoken 'blobfile>=2'"
@@ -141,7 +142,7 @@ def test_fleet_preflight_prints_the_fixes_once_after_the_summary(sshd, client_ke
                                          "hosts": hosts}))
     result = run_cli("preflight", "--all-hosts", "--hosts", str(inventory), "--model", str(kimi_model),
                      "--min-free-gb", "0", "--endpoint", "http://127.0.0.1:9", "--ssh-config", "/dev/null",
-                     env={"COLUMNS": "80"})
+                     env={"COLUMNS": "400"})  # no line folds: the long tmp paths would fold the heading
     assert result.code == 1 and "Traceback" not in result.stderr, (result.stdout[-2000:], result.stderr[-2000:])
     out = result.stdout
     assert out.count("To fix:") == 1 and out.index("0 of 2 hosts ready") < out.index("To fix:"), out

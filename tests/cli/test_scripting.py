@@ -56,14 +56,14 @@ def test_usage_errors_are_one_error_and_fix_and_a_document(capsys) -> None:
     assert code == 2
     assert json.loads(out)["error"]["code"] == "usage-error"
     errors, fixes = error_lines(err)
-    assert len(errors) == 1 and "--model" in errors[0] and fixes == ["fix: see `introspect probe --help`"]
+    assert len(errors) == 1 and "--model" in errors[0] and fixes == ["fix: introspect probe --help"]
 
 
 def test_missing_model_dir_is_one_error_no_report(capsys, tmp_path: Path) -> None:
     code, out, err = cli(capsys, "probe", "--model", str(tmp_path / "nope"), "--no-cache")
     assert code == 2 and out == ""
     assert error_lines(err) == ([f"error: model path {str(tmp_path / 'nope')!r}: not-found"],
-                                ["fix: pass --model the directory that holds config.json"])
+                                ["fix: # pass --model the directory that holds config.json"])
 
 
 def test_missing_venv_under_json_is_one_document_with_the_error(capsys, tmp_path: Path) -> None:

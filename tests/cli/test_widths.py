@@ -7,8 +7,9 @@ Each screen is checked for what a reader in a split tmux pane needs:
     on the screen is a word of the same command's ``--wide`` output (digits aside: timings and
     run ids differ between runs), so no fragment of a word is left anywhere;
 (b) no line is wider than the terminal unless it holds a single word that cannot be broken
-    (a path longer than the line); a ``To fix:``/``Optional:``/``Next:`` line is a command and is never
-    folded, so it is checked by (c) instead;
+    (a path longer than the line); in a ``To fix:``/``Optional:``/``Next:`` block a ``# comment``
+    line is held to the same rule (prose folds into several ``# `` lines), while a command is
+    never folded (a folded command cannot be pasted), so it is checked by (c) instead;
 (c) every line of a ``To fix:``, ``Optional:`` or ``Next:`` block parses as a shell command (``bash -n``).
 
 One process per command and width, two at a time; stdout is the terminal, stderr (progress and
@@ -47,7 +48,8 @@ from tests.conftest import NEUTRAL_CWD, REPO, SESSION_TMP, run_cli
 
 WIDTHS = (60, 80, 120)
 NOT_REPORTS = {"completion": "prints a shell script for the shell to source, not a report",
-               "man": "prints a roff manual page for man(1) to lay out, not a report"}
+               "man": "prints a roff manual page for man(1) to lay out, not a report",
+               "schema": "prints a JSON Schema for validators (--list: one name a line, under 46 columns)"}
 DATA = REPO / "tests" / "data"
 PROFILES = DATA / "golden" / "profiles"
 # A number and its unit are one value: "553.4 GiB" must never be split between two lines.
@@ -235,9 +237,16 @@ def _words(text: str) -> set[str]:
     return {re.sub(r"\d+", "0", word) for word in text.split()}
 
 
+def _fragments(narrow: str, wide: str) -> set[str]:
+    """Words of ``narrow`` that ``wide`` does not hold: fragments of a broken word. A column's
+    name as a record's label (``size:`` where the table's header says ``size``) is no fragment."""
+    known = _words(wide)
+    return {word for word in _words(narrow) - known if not (word.endswith(":") and word[:-1] in known)}
+
+
 def _fix_blocks(out: str) -> list[str]:
     """The lines of every ``To fix:``, ``Optional:`` and ``Next:`` (init) block (indented lines after
-    the heading): commands, never folded."""
+    the heading): commands, never folded, and ``# comment`` lines, folded to the width."""
     lines, inside = [], False
     for line in out.splitlines():
         if line.rstrip() in ("To fix:", "Optional:", "Next:"):
@@ -269,15 +278,18 @@ def test_screen_fits_and_breaks_no_value(screens: tuple[dict[str, Case], dict], 
     for value in case.values:
         for atom in ATOM.findall(value):
             assert any(atom in line for line in lines), (atom, value, screen.out)
-    fragments = _words(screen.out) - _words(wide.out)
+    fragments = _fragments(screen.out, wide.out)
     assert not fragments, (fragments, screen.out, wide.out)
-    # (b) nothing wider than the terminal but a single unbreakable word (fix lines: see (c))
-    commands = set(_fix_blocks(screen.out))
-    too_wide = [line for line in lines if cell_len(line.rstrip()) > width and len(line.split()) > 1
-                and line.strip() not in commands]
+    # (b) nothing wider than the terminal but a single unbreakable word; in a fix block only a
+    # command may be (see (c)), a comment folds like any prose
+    block = _fix_blocks(screen.out)
+    commands = {line for line in block if not line.startswith("#")}
+    too_wide = [line for line in lines if cell_len(line.rstrip()) > width
+                and len([word for word in line.split() if word != "#"]) > 1 and line.strip() not in commands]
     assert not too_wide, (too_wide, screen.out)
-    # (c) every fix line pastes as a shell command
-    for command in commands:
+    # (c) every fix line pastes as a shell command, and so does the block as a whole (a folded
+    # comment leaves nothing open for the next line)
+    for command in {*block, "\n".join(block)}:
         check = subprocess.run(["bash", "-n", "-c", command], capture_output=True, text=True, timeout=10)
         assert check.returncode == 0, (command, check.stderr)
 

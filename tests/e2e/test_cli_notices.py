@@ -20,7 +20,7 @@ def test_notices_print_in_order_with_their_fix(capsys: pytest.CaptureFixture[str
     assert err.splitlines() == [
         "warning: gpu-a1: skipped: /data is not readable",
         "error: gpu-b2: 10.0.0.9: [connect] connection refused by 10.0.0.9:22",
-        "fix: check that sshd runs there",
+        "fix: # check that sshd runs there",
         "error: no hint here",
     ]
 
@@ -30,5 +30,5 @@ def test_a_model_path_that_is_no_model_dir_ends_in_one_error_and_fix(tmp_path) -
     assert result.code == 2, result.stderr
     lines = result.stderr.splitlines()
     assert lines[-2].startswith(f"error: model path {str(tmp_path)!r}: "), result.stderr
-    assert lines[-1] == "fix: pass --model the directory that holds config.json"
+    assert lines[-1] == "fix: # pass --model the directory that holds config.json"
     assert result.json()["schema"].startswith("introspect.profile/")

@@ -4,6 +4,7 @@ the local interpreter, the result cache, and errors that name their real cause."
 from __future__ import annotations
 
 import json
+import re
 import sys
 from pathlib import Path
 
@@ -185,7 +186,7 @@ def test_user_config_local_interpreter_cache_hit_and_cache_commands(client_keys,
                                                   "where": f"{config}: remote_code"}
     warm = run_cli(*args[:-1], env=env)  # the human report says the cache answered
     assert warm.code == 0 and "hit: the model dir and interpreter are unchanged" in warm.stdout, warm.stdout
-    assert "model's own code    refused (from" in warm.stdout, warm.stdout
+    assert re.search(r"model's own code\s+refused \(from", warm.stdout), warm.stdout
     info = run_cli("cache", "info", "--json", env=env)
     assert info.json()["entries"] == 1 and info.json()["path"] == str(tmp_path / "cache")
     assert "removed 1" in run_cli("cache", "clear", env=env).stdout

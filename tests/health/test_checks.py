@@ -175,7 +175,7 @@ def test_unreachable_host_reports_only_reachable() -> None:
     host = HostEntry(name="gpu-a", address="10.1.2.200", port=2222, user="ops", jump="bastion")
     results = evaluate_venv(VENV, None, "connect timed out after 5s", host=host)
     assert [(r.check, r.status) for r in results] == [("reachable", "fail")]
-    assert results[0].fix == "check that `ssh -p 2222 -J bastion ops@10.1.2.200 true` works from this machine"
+    assert results[0].fix == "ssh -p 2222 -J bastion ops@10.1.2.200 true  # must work from this machine"
     assert exit_code(results) == 1
 
 

@@ -91,7 +91,7 @@ def _line(stdout: str, *needles: str) -> str:
 def test_models_lists_dirs_cache_and_drafter(fleet, sshd, client_keys, venv_full) -> None:
     result = run_cli("models", *ssh_flags(sshd, client_keys), "--roots", str(fleet["root_a"]),
                      "--roots", str(fleet["drafter"].parent), "--hf-cache", str(fleet["cache"]),
-                     "--venv", str(venv_full), cwd=fleet["base"])
+                     "--venv", str(venv_full), "--wide", cwd=fleet["base"])  # one line per model
     assert result.code == 0, (result.stdout, result.stderr)
     assert "Traceback" not in result.stderr
     kimi = _line(result.stdout, str(fleet["model_a"]) + " ")
@@ -120,7 +120,7 @@ def test_models_json_with_the_stdlib_cache_reader(fleet, sshd, client_keys) -> N
 def test_models_fleet_in_parallel_with_one_host_down(fleet, venv_full) -> None:
     result = run_cli("models", "--hosts", str(fleet["inventory"]), "--ssh-config", "/dev/null",
                      "--roots", str(fleet["base"]), "--hf-cache", str(fleet["cache"]),
-                     "--venv", str(venv_full), "--connect-timeout", "3", cwd=fleet["base"])
+                     "--venv", str(venv_full), "--connect-timeout", "3", "--wide", cwd=fleet["base"])
     assert result.code == 3, (result.stdout, result.stderr)
     assert "Traceback" not in result.stderr
     for host in ("h2", "h3"):

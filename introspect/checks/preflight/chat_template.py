@@ -11,6 +11,8 @@ from introspect.checks.preflight.common import (
     Check,
     Problem,
     around,
+    comment,
+    fix_lines,
     loaded_tokenizer,
     needs_tokenizer,
     no_evidence,
@@ -28,7 +30,7 @@ def check_chat_template(evidence: Mapping[str, Any]) -> Check:
         return no_evidence("chat-template", evidence, "the chat template", err)
     if not template.get("present"):
         return Check("chat-template", "fail", {"present": False},
-                     "add the model's chat_template.jinja (from its repository) to the model dir",
+                     comment("add the model's chat_template.jinja (from its repository) to the model dir"),
                      "the tokenizer has no chat template: conversations cannot be rendered")
     runaway = as_dict(template.get("runaway"))
     if runaway:
@@ -49,8 +51,9 @@ def check_chat_template(evidence: Mapping[str, Any]) -> Check:
                      f"renders ({variants}); every render round-trips; {_markers_note(markers)}")
     status = worst(p[0] for p in problems)
     gravest = [p for p in problems if p[0] == status]
-    fixes = [p[2] for p in gravest if p[2]]
-    return Check("chat-template", status, out, "; ".join(dict.fromkeys(fixes)) or None,
+    # Every problem's fix is advice for the pipeline or the model files, which no command carries out.
+    fixes = [comment(p[2]) for p in gravest if p[2]]
+    return Check("chat-template", status, out, fix_lines(*fixes),
                  "; ".join(p[1] for p in gravest))
 
 

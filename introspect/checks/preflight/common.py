@@ -42,6 +42,17 @@ class Check:
         return TITLES.get(self.name, self.name)
 
 
+def comment(text: str) -> str:
+    """Advice that no command carries out, as a ``# comment`` line: pasted, it runs nothing."""
+    return "# " + " ".join(text.split())
+
+
+def fix_lines(*lines: str | None) -> str | None:
+    """A fix of several lines, each a command (``  # why`` after it) or a ``# comment``, each once.
+    The report prints one per line; the JSON ``fix`` field keeps them in one string, newline-separated."""
+    return "\n".join(dict.fromkeys(line for line in lines if line)) or None
+
+
 def ready(checks: Iterable[Check]) -> bool:
     """Ready when nothing failed (warnings name what to do, they do not block)."""
     return all(c.status != "fail" for c in checks)
@@ -66,8 +77,8 @@ def no_evidence(name: str, evidence: Mapping[str, Any], what: str, error: dict[s
     errors = [error] if error else [e for e in as_list(evidence.get("errors")) if isinstance(e, dict)]
     reason = "; ".join(f"{e.get('type')}: {e.get('message')}" for e in errors[:3]) or "no reply"
     timed_out = any(e.get("type") in ("timeout", "ProbeTimeout") for e in errors)
-    fix = ("raise --timeout (the tokenizer part was killed at its deadline)" if timed_out
-           else "rerun with --debug to see the remote side's stderr")
+    fix = comment("raise --timeout: the tokenizer part was killed at its deadline" if timed_out
+                  else "rerun with --debug to see the remote side's stderr")
     return Check(name, "fail", {"errors": errors[:3], "missing_evidence": reason}, fix,
                  f"no evidence for {what}: {reason}")
 
@@ -78,15 +89,30 @@ def quote(ids: Iterable[Any]) -> str:
     return shown + (f" (+{len(items) - SHOWN} more)" if len(items) > SHOWN else "")
 
 
-def loaded_tokenizer(evidence: Mapping[str, Any]) -> dict[str, Any] | None:
+def stand_in(evidence: Mapping[str, Any]) -> str | None:
+    """Why the tokenizer AutoTokenizer loaded is a stand-in (the tokenizer check fails it), or None."""
+    from introspect.analysis.tokenizer_autotokenizer import stand_in_reason
+
     tok, _err = section(evidence, "tokenizer")
-    return tok if tok and tok.get("loaded") else None
+    if not tok or not tok.get("loaded"):
+        return None
+    config, _err = section(evidence, "config")
+    return stand_in_reason(tok, config_vocab=(config or {}).get("vocab_size"))
+
+
+def loaded_tokenizer(evidence: Mapping[str, Any]) -> dict[str, Any] | None:
+    """The tokenizer section when the model's tokenizer loaded (a stand-in's facts judge nothing)."""
+    tok, _err = section(evidence, "tokenizer")
+    return tok if tok and tok.get("loaded") and stand_in(evidence) is None else None
 
 
 def needs_tokenizer(name: str, evidence: Mapping[str, Any]) -> Check:
     tok, err = section(evidence, "tokenizer")
     if tok is None:
         return no_evidence(name, evidence, "the tokenizer", err)
+    if tok.get("loaded"):  # a stand-in: the tokenizer check fails it and names the fix
+        return Check(name, "skipped", {"tokenizer_loaded": True, "stand_in": True}, None,
+                     "not checked: AutoTokenizer built a stand-in, not the model's tokenizer")
     return Check(name, "skipped", {"tokenizer_loaded": False}, None, "not checked: the tokenizer did not load")
 
 

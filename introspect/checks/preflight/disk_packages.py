@@ -10,6 +10,8 @@ from introspect.checks.preflight.common import (
     GB,
     Check,
     Part,
+    comment,
+    fix_lines,
     no_evidence,
     section,
     worst,
@@ -26,13 +28,13 @@ def check_disk_and_packages(evidence: Mapping[str, Any], min_free_gb: float, pip
     out = {"disk": parts[0][3], "packages": parts[1][3], "min_free_gb": min_free_gb}
     status = worst(p[0] for p in parts)
     fixes = [p[2] for p in parts if p[2] and p[0] != "pass"]
-    return Check("disk-and-packages", status, out, "; ".join(fixes) or None, "; ".join(p[1] for p in parts))
+    return Check("disk-and-packages", status, out, fix_lines(*fixes), "; ".join(p[1] for p in parts))
 
 
 def _disk_part(disk: dict[str, Any] | None, err: dict[str, Any] | None, min_free_gb: float) -> Part:
     if disk is None:
         message = f"disk not checked: {as_dict(err).get('message') or 'no evidence'}"
-        return "fail", message, "check --output-dir (it must be a path on the host)", {"error": err}
+        return "fail", message, comment("check --output-dir: it must be a path on the host"), {"error": err}
     free = disk.get("free_bytes")
     free_gb = round(free / GB, 1) if isinstance(free, int) else None
     where = disk.get("checked_path")
@@ -40,11 +42,12 @@ def _disk_part(disk: dict[str, Any] | None, err: dict[str, Any] | None, min_free
     out = dict(disk, free_gb=free_gb)
     if not disk.get("writable"):
         return ("fail", f"{where} is not writable{note}",
-                f"make {where} writable for the pipeline's user, or pass an --output-dir it can write to", out)
+                fix_lines(f"ls -ld {shlex.quote(str(where))}  # make it writable for the pipeline's user",
+                          comment("or pass an --output-dir it can write to")), out)
     if free_gb is None or free_gb < min_free_gb:
         return ("fail", f"{free_gb} GB free at {where}, below --min-free-gb {min_free_gb:g}{note}",
-                f"free {min_free_gb - (free_gb or 0):.1f} GB under {where}, or pass --output-dir on a larger "
-                "filesystem", out)
+                fix_lines(f"df -h {shlex.quote(str(where))}  # free {min_free_gb - (free_gb or 0):.1f} GB there",
+                          comment("or pass --output-dir on a larger filesystem")), out)
     return "pass", f"{free_gb} GB free at {where} (>= {min_free_gb:g}){note}", None, out
 
 

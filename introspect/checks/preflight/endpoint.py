@@ -8,6 +8,7 @@ from typing import Any
 
 from introspect.checks.preflight.common import (
     Check,
+    comment,
     no_evidence,
     section,
 )
@@ -19,8 +20,8 @@ def check_endpoint(evidence: Mapping[str, Any], model_path: str) -> Check:
     if info is None:
         return no_evidence("endpoint", evidence, "the endpoint", err)
     if info.get("skipped"):
-        return Check("endpoint", "warn", {"url": None}, "pass --endpoint http://127.0.0.1:PORT (the server's "
-                     "address as seen from the host)", "not checked: no --endpoint given")
+        return Check("endpoint", "warn", {"url": None}, comment("pass --endpoint http://127.0.0.1:PORT (the "
+                     "server's address as seen from the host)"), "not checked: no --endpoint given")
     models, completion = as_dict(info.get("models")), as_dict(info.get("completion"))
     matched = as_dict(info.get("matched")) or None
     out = {"url": info.get("url"), "api_key_env": info.get("api_key_env"),
@@ -31,8 +32,8 @@ def check_endpoint(evidence: Mapping[str, Any], model_path: str) -> Check:
                      f"GET {info.get('url')}/v1/models from the host failed: {as_dict(models.get('error')).get('message')}")
     if matched is None:
         return Check("endpoint", "fail", out,
-                     f"serve {model_path} at this endpoint (e.g. --model-path {shlex.quote(model_path)}), or point "
-                     "--endpoint at the server that does",
+                     comment(f"serve {model_path} at this endpoint (e.g. --model-path {shlex.quote(model_path)}), "
+                             "or point --endpoint at the server that does"),
                      f"the server lists {models.get('ids') or 'no models'} (roots {models.get('roots')}); none is "
                      f"{model_path}")
     if not completion.get("ok"):
@@ -50,15 +51,17 @@ def _endpoint_fix(info: dict[str, Any], call: dict[str, Any]) -> str:
     if status in (401, 403):
         name = info.get("api_key_env")
         if name and not info.get("api_key_present"):
-            return f"export {name}=<key> in the host's environment (it is not set there)"
+            # KEY stands for the server's --api-key value: a placeholder that parses as shell, unlike <key>.
+            return f"export {name}=KEY  # in the host's environment, where it is not set: the server's --api-key value"
         if name:
-            return f"the key in {name} is refused: put the server's --api-key value in it"
-        return "the server wants an API key: pass --api-key-env NAME naming a variable set on the host"
+            return comment(f"the key in {name} is refused: put the server's --api-key value in it")
+        return comment("the server wants an API key: pass --api-key-env NAME naming a variable set on the host")
     if error.get("type") == "timeout":
-        return "the server did not answer in time: check that it finished loading, or raise --endpoint-timeout"
+        return comment("the server did not answer in time: check that it finished loading, or raise "
+                       "--endpoint-timeout")
     if error.get("type") == "unreachable":
-        return (f"start the server, or fix --endpoint: nothing answers at {info.get('url')} from the host "
-                "(it is usually bound to the host's loopback)")
+        return comment(f"start the server, or fix --endpoint: nothing answers at {info.get('url')} from the host "
+                       "(it is usually bound to the host's loopback)")
     if status == 404:
-        return "the URL does not serve the OpenAI API: pass the server's base URL (http://HOST:PORT)"
-    return "check the server's log for this request"
+        return comment("the URL does not serve the OpenAI API: pass the server's base URL (http://HOST:PORT)")
+    return comment("check the server's log for this request")

@@ -8,6 +8,8 @@ from typing import Any
 from introspect.checks.preflight.common import (
     Check,
     Problem,
+    comment,
+    fix_lines,
     loaded_tokenizer,
     needs_tokenizer,
     no_evidence,
@@ -43,18 +45,18 @@ def check_ids(evidence: Mapping[str, Any]) -> Check:
                      f"end of turn {eot.get('text') if eot else '?'} is a stop id")
     status = worst(p[0] for p in problems)
     fixes = [p[2] for p in problems if p[0] == status and p[2]]
-    return Check("ids", status, out, "; ".join(fixes) or None, "; ".join(p[1] for p in problems))
+    return Check("ids", status, out, fix_lines(*fixes), "; ".join(p[1] for p in problems))
 
 
 def _size_problems(out: dict[str, Any]) -> list[Problem]:
     size, vocab, source = out["len_tokenizer"], out["vocab_size"], out["vocab_size_source"]
     if not isinstance(vocab, int):
         return [("warn", "config.json has no vocab_size: the embedding size is unknown",
-                 "add vocab_size (the embedding's row count) to config.json")]
+                 comment("add vocab_size (the embedding's row count) to config.json"))]
     if isinstance(size, int) and size > vocab:
         return [("fail", f"len(tokenizer) {size} > {source} vocab_size {vocab}: ids {vocab}..{size - 1} index "
-                 "past the embedding", f"set {source}'s vocab_size to the embedding's row count (>= {size}), "
-                 "or use the tokenizer that belongs to these weights")]
+                 "past the embedding", comment(f"set {source}'s vocab_size to the embedding's row count (>= {size}), "
+                                              "or use the tokenizer that belongs to these weights"))]
     return []
 
 
@@ -65,14 +67,14 @@ def _stop_problems(out: dict[str, Any], eot: dict[str, Any] | None, stop: list[i
                  None)]
     if eot is None or not isinstance(eot.get("id"), int):
         return [("warn", "the template's end-of-turn token could not be identified as one id",
-                 "check by hand that generation stops at the end of an assistant turn")]
+                 comment("check by hand that generation stops at the end of an assistant turn"))]
     if eot["id"] in stop:
         return []
     listed = sorted(set(stop) | {eot["id"]})
     return [("fail", f"the template ends turns with {eot.get('text')} ({eot['id']}) but the stop ids are "
              f"{stop or 'none'}: completions would run past the turn",
-             f"set \"eos_token_id\": {listed} in generation_config.json (or pass stop_token_ids=[{eot['id']}] "
-             "in every request)")]
+             comment(f"set \"eos_token_id\": {listed} in generation_config.json (or pass "
+                     f"stop_token_ids=[{eot['id']}] in every request)"))]
 
 
 def _eos_problems(out: dict[str, Any]) -> list[Problem]:
@@ -88,5 +90,5 @@ def _eos_problems(out: dict[str, Any]) -> list[Problem]:
     shown = ", ".join(f"{k} {sorted(v)}" for k, v in named.items())
     stop = out["stop_ids"]
     return [("warn", f"EOS ids differ between sources ({shown}); generation stops on {stop}",
-             f"treat every id of {stop} as the end of a completion in the pipeline (the server stops on any "
-             "of them) and strip it before storing the completion")]
+             comment(f"treat every id of {stop} as the end of a completion in the pipeline (the server stops "
+                     "on any of them) and strip it before storing the completion"))]

@@ -8,6 +8,7 @@ from typing import Any
 from introspect.checks.preflight.common import (
     Check,
     around,
+    comment,
     loaded_tokenizer,
     needs_tokenizer,
     no_evidence,
@@ -23,7 +24,7 @@ def check_loss_masks(evidence: Mapping[str, Any]) -> Check:
     if masks is None:
         template = as_dict(evidence.get("template"))
         if template and not template.get("present"):
-            return Check("loss-masks", "fail", {}, "add the model's chat template first",
+            return Check("loss-masks", "fail", {}, comment("add the model's chat template first"),
                          "no chat template: assistant turns cannot be located")
         if template.get("runaway"):  # the chat-template check names the limit and the fix
             return Check("loss-masks", "skipped", {"template_runaway": True}, None,
@@ -45,8 +46,8 @@ def check_loss_masks(evidence: Mapping[str, Any]) -> Check:
                      f"{note}; method: prefix property (each assistant turn = render(messages[:k+1]) minus "
                      "render(messages[:k], add_generation_prompt=True), a prefix of the full render, in text "
                      "and ids)")
-    per_turn_fix = ("build one sample per assistant turn: render messages[:k+1] and mask in only the span after "
-                    "render(messages[:k], add_generation_prompt=True)")
+    per_turn_fix = comment("build one sample per assistant turn: render messages[:k+1] and mask in only the span "
+                           "after render(messages[:k], add_generation_prompt=True)")
     if plain.get("ok"):
         turn = _first_broken(reasoning)
         return Check("loss-masks", "warn", dict(out, method="prefix-without-reasoning"),

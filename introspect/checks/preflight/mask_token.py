@@ -7,6 +7,7 @@ from typing import Any
 
 from introspect.checks.preflight.common import (
     Check,
+    comment,
     loaded_tokenizer,
     needs_tokenizer,
     no_evidence,
@@ -37,8 +38,9 @@ def check_mask_token(evidence: Mapping[str, Any]) -> Check:
                      f"the chat template, < vocab_size {vocab}){unchecked}")
     outside = ", ".join(f"{_token_label(c)}={c.get('id')}" for c in candidates if not _inside(c.get("id"), vocab))
     return Check("mask-token", "fail", out,
-                 f"no unused id below vocab_size {vocab}: pick an id < {vocab} that the data never contains "
-                 "(the drafter reads it from the target's embedding), or correct config.json's vocab_size",
+                 comment(f"no unused id below vocab_size {vocab}: pick an id < {vocab} that the data never "
+                         "contains (the drafter reads it from the target's embedding), or correct config.json's "
+                         "vocab_size"),
                  "no mask_token and no usable candidate"
                  + (f": {outside} at or above vocab_size {vocab}" if outside else ""))
 
@@ -55,7 +57,7 @@ def _token_label(candidate: dict[str, Any]) -> str:
 def _mask_setting(pick: dict[str, Any]) -> str:
     token = pick.get("token")
     cfg = f'"mask_token_id": {pick["id"]}' + (f', "mask_token": "{token}"' if token is not None else "")
-    return f"set the drafter's config.json \"dflash_config\": {{{cfg}}}"
+    return comment(f"set the drafter's config.json \"dflash_config\": {{{cfg}}}")
 
 
 def _present_mask(present: dict[str, Any], vocab: Any, usable: list[dict[str, Any]],
@@ -63,7 +65,7 @@ def _present_mask(present: dict[str, Any], vocab: Any, usable: list[dict[str, An
     label = f"{present.get('token')} = {present.get('id')}"
     if not _inside(present.get("id"), vocab):
         fix = (_mask_setting(usable[0]) + " instead" if usable
-               else f"pick an id < {vocab} that the data never contains")
+               else comment(f"pick an id < {vocab} that the data never contains"))
         return Check("mask-token", "fail", out, fix,
                      f"mask_token {label} is at or above config vocab_size {vocab}: outside the embedding")
     if present.get("used_by_template"):

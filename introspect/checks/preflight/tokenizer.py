@@ -8,12 +8,16 @@ from typing import Any
 
 from introspect.analysis.added_tokens import AddedTokensVerdict, judge_added_tokens
 from introspect.analysis.list_caps import list_totals
+from introspect.analysis.tokenizer_autotokenizer import stand_in_fix
 from introspect.checks.preflight.common import (
     SHOWN,
     Check,
+    comment,
+    fix_lines,
     no_evidence,
     quote,
     section,
+    stand_in,
 )
 from introspect.remote.contract import as_dict, as_list
 
@@ -26,6 +30,12 @@ def check_tokenizer(evidence: Mapping[str, Any], pip: str) -> Check:
         return _load_failure(tok, pip, as_dict(evidence.get("model")).get("path"))
     base = {k: tok.get(k) for k in ("class", "is_fast", "len", "vocab_size", "transformers_version",
                                     "load_seconds", "trust_remote_code")}
+    reason = stand_in(evidence)
+    if reason is not None:  # it "loads", but would tokenize every text to nothing or unk: fails as in health
+        model = as_dict(evidence.get("model")).get("path")
+        return Check("tokenizer", "fail", dict(base, stand_in=True, stand_in_reason=reason),
+                     stand_in_fix(model, "run preflight again"),
+                     f"AutoTokenizer built a stand-in {tok.get('class')}, not the model's tokenizer: {reason}")
     added = as_dict(tok.get("added_tokens_check"))
     sweep = as_dict(tok.get("decode_sweep"))
     evidence_out = dict(base, added_tokens=_added_summary(added), decode_sweep=_sweep_summary(sweep))
@@ -35,8 +45,8 @@ def check_tokenizer(evidence: Mapping[str, Any], pip: str) -> Check:
     if sweep.get("failures"):
         ids = [i.get("id") for i in as_list(sweep.get("items"))]
         return Check("tokenizer", "fail", evidence_out,
-                     "do not generate data with this tokenizer: decode() raises for ids the model can "
-                     f"emit ({quote(ids)}); fix the tokenizer code or its vocabulary files",
+                     comment("do not generate data with this tokenizer: decode() raises for ids the model can "
+                             f"emit ({quote(ids)}); fix the tokenizer code or its vocabulary files"),
                      f"decode([id]) raises for {sweep['failures']} of {sweep.get('total')} ids")
     where = f"{tok.get('class')} (transformers {tok.get('transformers_version')})"
     foreign = _foreign_class(tok)
@@ -46,7 +56,7 @@ def check_tokenizer(evidence: Mapping[str, Any], pip: str) -> Check:
     agree = (f"{added['checked']} added tokens agree both ways with {', '.join(as_list(added.get('sources')))}"
              if added else "no added tokens listed in the files")
     if sweep and not sweep.get("complete"):
-        return Check("tokenizer", "warn", evidence_out, "raise --timeout to sweep every id",
+        return Check("tokenizer", "warn", evidence_out, comment("raise --timeout to sweep every id"),
                      f"{where} loaded; {agree}; decode([id]) checked for only {sweep.get('checked')} "
                      f"of {sweep.get('total')} ids within the time budget")
     return Check("tokenizer", "pass", evidence_out, None,
@@ -61,8 +71,8 @@ def _foreign_class(tok: dict[str, Any]) -> tuple[str, str] | None:
     message = (f"loaded {tok.get('class')}, not the model's own {' / '.join(declared)} (auto_map): transformers "
                "built a substitute (an automatic conversion) that a server running the model's code may not match")
     if tok.get("trust_remote_code") is False:
-        return message, "drop --no-remote-code, so the data is tokenized by the model's own tokenizer class"
-    return message, "load with trust_remote_code=True from the model dir, so the auto_map class is used"
+        return message, comment("drop --no-remote-code, so the data is tokenized by the model's own tokenizer class")
+    return message, comment("load with trust_remote_code=True from the model dir, so the auto_map class is used")
 
 
 def _added_summary(added: dict[str, Any]) -> dict[str, Any] | None:
@@ -92,22 +102,28 @@ def _load_failure(tok: dict[str, Any], pip: str, model: Any = None) -> Check:
     evidence = {"error": {k: error.get(k) for k in ("type", "message", "cause", "missing_packages")},
                 "trust_remote_code": tok.get("trust_remote_code"),
                 "transformers_version": tok.get("transformers_version")}
+    fix: str | None
     if missing:
         fix = f"{pip} install " + " ".join(shlex.quote(p) for p in missing)
     elif cause == "remote-code-refused":
-        fix = "drop --no-remote-code: this tokenizer is the model's own code, and the data must be built with it"
+        fix = comment("drop --no-remote-code: this tokenizer is the model's own code, and the data must be built "
+                      "with it")
     elif cause == "incompatible-code":
         major = str(tok.get("transformers_version") or "").split(".")[0]
-        pin = f"'transformers<{major}'" if major.isdigit() else "the transformers release it was written for"
-        fix = (f"the model's tokenizer code does not fit this transformers: update the code from the model's "
-               f"repository, or {pip} install {pin}")
+        why = "the model's tokenizer code does not fit this transformers"
+        fix = (fix_lines(f"{pip} install {shlex.quote(f'transformers<{major}')}  # {why}",
+                         comment("or update the tokenizer code from the model's repository"))
+               if major.isdigit() else
+               comment(f"{why}: update the code from the model's repository, or install the transformers "
+                       "release it was written for"))
     elif cause == "link-outside":  # the message names each link; its target is never read
         fix = (f"ls -l {shlex.quote(str(model or '.'))}  # replace each link named with the model's own file: "
                "links out of the model directory are never followed")
     elif cause == "missing-files":
-        fix = "the model dir lacks tokenizer files: copy tokenizer_config.json and the vocabulary files next to config.json"
+        fix = (f"ls -l {shlex.quote(str(model or '.'))}  # the model dir lacks tokenizer files: copy "
+               "tokenizer_config.json and the vocabulary files next to config.json")
     else:
-        fix = "fix the load error shown (run `introspect probe` on the same venv for the full traceback)"
+        fix = comment("fix the load error shown (run `introspect probe` on the same venv for the full traceback)")
     return Check("tokenizer", "fail", evidence, fix,
                  f"AutoTokenizer.from_pretrained fails: {error.get('type')}: {error.get('message')}")
 
@@ -121,12 +137,12 @@ def _added_mismatch(tok: dict[str, Any], verdict: AddedTokensVerdict, evidence: 
               f"convert_tokens_to_ids={first.get('token_to_id')!r}, encode={first.get('encoded')!r}")
     ids = quote(i.get("id") for i in items)
     if tok.get("is_fast"):
-        fix = ("load the slow tokenizer class (AutoTokenizer.from_pretrained(path, trust_remote_code=True, "
-               "use_fast=False)): the automatic fast conversion shifted special-token ids; regenerate "
-               "tokenizer.json only from a tokenizer that passes this check")
+        fix = comment("load the slow tokenizer class (AutoTokenizer.from_pretrained(path, trust_remote_code=True, "
+                      "use_fast=False)): the automatic fast conversion shifted special-token ids; regenerate "
+                      "tokenizer.json only from a tokenizer that passes this check")
     else:
-        fix = (f"the tokenizer code and tokenizer_config.json's added_tokens_decoder disagree on ids {ids}: "
-               "restore the files of the model's repository (or correct those entries) until "
-               "decode([id]) and encode(token) agree with them; do not generate data before")
+        fix = comment(f"the tokenizer code and tokenizer_config.json's added_tokens_decoder disagree on ids {ids}: "
+                      "restore the files of the model's repository (or correct those entries) until "
+                      "decode([id]) and encode(token) agree with them; do not generate data before")
     return Check("tokenizer", "fail", evidence, fix,
                  f"{verdict.mismatches} of {verdict.checked} added tokens disagree with the files: {detail}")
