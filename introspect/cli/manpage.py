@@ -137,7 +137,9 @@ def render(ctx: click.Context, root_exit: list[str], children: list[tuple[str, c
 def walk(command: click.Command, name: str = "introspect",
          parent: click.Context | None = None) -> Iterator[tuple[click.Context, list[tuple[str, click.Command]]]]:
     """Every visible command, parents first, with its visible subcommands."""
-    ctx = click.Context(command, info_name=name, parent=parent)
+    # The command's context_settings (help_option_names=['-h', '--help']) apply as click applies
+    # them in make_context, so the page lists -h where --help does.
+    ctx = click.Context(command, info_name=name, parent=parent, **command.context_settings)
     children: list[tuple[str, click.Command]] = []
     if isinstance(command, click.Group):
         for child_name in command.list_commands(ctx):

@@ -76,3 +76,9 @@ def test_man_prints_one_page_and_refuses_an_unknown_command(capsys: pytest.Captu
     assert main(["man", "nope"]) == 2
     err = capsys.readouterr().err.splitlines()
     assert err[0] == "error: no command `introspect nope`" and err[1].startswith("fix: introspect --help"), err
+
+
+
+def test_pages_list_the_short_help_option_as_help_does() -> None:
+    # `introspect probe --help` lists "-h, --help" (the group's context_settings); the page must too.
+    assert r"\fB\-h\fR, \fB\-\-help\fR" in PAGES["introspect-probe.1"].roff
