@@ -31,6 +31,14 @@ def run_in_terminal(*args: str, columns: int, env: dict[str, str] | None = None,
     proc = subprocess.Popen([sys.executable, "-m", "introspect.cli.main", *args], stdin=slave, stdout=slave,
                             stderr=slave, env=full_env, cwd=cwd or NEUTRAL_CWD, close_fds=True)
     os.close(slave)
+    code, out = drain(master, proc, timeout)
+    text = out.decode("utf-8", "replace").replace("\r\n", "\n")
+    return code, ANSI.sub("", text)
+
+
+def drain(master: int, proc: subprocess.Popen[bytes], timeout: float) -> tuple[int, bytes]:
+    """(exit code, every byte the child wrote to the terminal) once the child closed its side or
+    exited; past ``timeout`` the child is killed. ``master`` is closed."""
     chunks: list[bytes] = []
     deadline = time.monotonic() + timeout
     try:
@@ -52,5 +60,4 @@ def run_in_terminal(*args: str, columns: int, env: dict[str, str] | None = None,
             proc.kill()
             proc.wait()
         os.close(master)
-    text = b"".join(chunks).decode("utf-8", "replace").replace("\r\n", "\n")
-    return code, ANSI.sub("", text)
+    return code, b"".join(chunks)

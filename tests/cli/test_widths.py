@@ -23,7 +23,6 @@ import io
 import os
 import pty
 import re
-import select
 import shutil
 import struct
 import subprocess
@@ -43,7 +42,7 @@ from rich.cells import cell_len
 from introspect.checks.history import HistoryStore
 from introspect.checks.result import CheckResult
 from introspect.cli.main import LAZY_COMMANDS, main
-from tests.cli.terminal import ANSI
+from tests.cli.terminal import ANSI, drain
 from tests.conftest import NEUTRAL_CWD, REPO, SESSION_TMP, run_cli
 
 WIDTHS = (60, 80, 120)
@@ -78,33 +77,14 @@ def _screen(args: list[str], columns: int, env: dict[str, str]) -> Screen:
     full_env = dict(os.environ, PYTHONPATH=str(REPO), HF_HUB_OFFLINE="1", TERM="xterm-256color",
                     COLUMNS=str(columns), LINES="50", TMPDIR=str(SESSION_TMP / "tmp"), **env)
     full_env.pop("NO_COLOR", None)
-    chunks: list[bytes] = []
     with tempfile.TemporaryFile() as err:
         proc = subprocess.Popen([sys.executable, "-m", "introspect.cli.main", *args], stdin=slave, stdout=slave,
                                 stderr=err, env=full_env, cwd=NEUTRAL_CWD, close_fds=True)
         os.close(slave)
-        deadline = time.monotonic() + 90
-        try:
-            while time.monotonic() < deadline:
-                if select.select([master], [], [], 0.2)[0]:
-                    try:
-                        data = os.read(master, 65536)
-                    except OSError:  # EIO: the child closed its side
-                        break
-                    if not data:
-                        break
-                    chunks.append(data)
-                elif proc.poll() is not None:
-                    break
-            code = proc.wait(timeout=max(1.0, deadline - time.monotonic()))
-        finally:
-            if proc.poll() is None:
-                proc.kill()
-                proc.wait()
-            os.close(master)
+        code, out = drain(master, proc, 90)
         err.seek(0)
         stderr = err.read().decode("utf-8", "replace")
-    text = b"".join(chunks).decode("utf-8", "replace").replace("\r\n", "\n")
+    text = out.decode("utf-8", "replace").replace("\r\n", "\n")
     return Screen(code, ANSI.sub("", text), stderr)
 
 

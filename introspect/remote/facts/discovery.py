@@ -15,7 +15,6 @@ import stat
 import time
 from typing import Any, Dict, List, Optional, Set, Tuple
 
-from .. import confine
 from ..contract import ErrorRecord, error_record, tag
 from ..readers import os_error
 from . import hf_cache
@@ -23,11 +22,11 @@ from .listing import scan_names
 from .model_summary import (
     MAX_SIZE_FILES,
     READ_CAP,
-    SIZE_DEPTH,
     ConfigRead,
     describe_model,
     is_model_dir,
     read_json,
+    walk_entries,
 )
 
 PROBE = "discover"
@@ -189,34 +188,14 @@ def model_times(path: str) -> Dict[str, Optional[float]]:
     as the mount lets it be (relatime: at most once a day unless the file was written since;
     noatime: never).
     """
-    root = confine.allowed_root(path)
     newest = {"modified": None, "accessed": None}  # type: Dict[str, Optional[float]]
-    stack = [(path, 0)]
-    seen = 0
-    while stack:
-        current, depth = stack.pop()
-        try:
-            with os.scandir(current) as it:
-                entries = list(it)
-        except OSError:
-            continue
-        for entry in entries:
-            seen += 1
-            if seen > MAX_SIZE_FILES:
-                return newest
-            try:
-                if entry.is_symlink() and not confine.within(os.path.realpath(entry.path), root):
-                    continue  # its target is not even stat'ed (as for the size)
-                st = os.stat(entry.path)  # follows a snapshot link to its blob, as the scanner does
-            except OSError:
-                continue
-            if stat.S_ISDIR(st.st_mode):
-                if depth < SIZE_DEPTH and not entry.name.startswith("."):
-                    stack.append((entry.path, depth + 1))
-            elif stat.S_ISREG(st.st_mode):
-                _newer(newest, "modified", st.st_mtime)
-                if not (depth == 0 and entry.name in SELF_READ):
-                    _newer(newest, "accessed", st.st_atime)
+    for seen, (depth, entry, st) in enumerate(walk_entries(path), 1):
+        if seen > MAX_SIZE_FILES:
+            break
+        if st is not None and stat.S_ISREG(st.st_mode):
+            _newer(newest, "modified", st.st_mtime)
+            if not (depth == 0 and entry.name in SELF_READ):
+                _newer(newest, "accessed", st.st_atime)
     return newest
 
 

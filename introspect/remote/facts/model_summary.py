@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import os
 import stat
-from typing import Any, Dict, List, Optional, Set, Tuple
+from typing import Any, Dict, Iterator, List, Optional, Set, Tuple
 
 from .. import confine
 from ..contract import WRAPPER_TEXT_CONFIG_KEYS
@@ -133,13 +133,12 @@ def is_model_dir(names: List[str], config: Any) -> bool:
 # --------------------------------------------------------------------------- size
 
 
-def dir_size(path: str, seen: Optional[Set[Tuple[int, int]]] = None) -> Tuple[int, int, bool]:
-    """(bytes, files, truncated): file sizes under ``path`` (SIZE_DEPTH levels), links followed,
-    each inode counted once, so snapshot links into ``blobs/`` count their blob once. A link out
-    of the model dir (:func:`confine.allowed_root`) is skipped: its target is not even stat'ed."""
-    seen = set() if seen is None else seen
+def walk_entries(path: str) -> Iterator[Tuple[int, "os.DirEntry[str]", Optional[os.stat_result]]]:
+    """(depth, entry, stat) of every entry under ``path``, SIZE_DEPTH levels deep (hidden dirs not
+    entered), links followed, so a snapshot link yields its blob's stat. ``stat`` is None for a
+    link out of the model dir (:func:`confine.allowed_root`: its target is not even stat'ed) and
+    for an entry that cannot be stat'ed. The one walk behind the size and the times of a model."""
     root = confine.allowed_root(path)
-    total, count, truncated = 0, 0, False
     stack = [(path, 0)]
     while stack:
         current, depth = stack.pop()
@@ -149,25 +148,35 @@ def dir_size(path: str, seen: Optional[Set[Tuple[int, int]]] = None) -> Tuple[in
         except OSError:
             continue
         for entry in entries:
-            if count >= MAX_SIZE_FILES:
-                return total, count, True
-            if entry.is_symlink() and not confine.within(os.path.realpath(entry.path), root):
-                continue
+            st = None  # type: Optional[os.stat_result]
             try:
-                st = os.stat(entry.path)  # follows the snapshot link to its blob
+                if not entry.is_symlink() or confine.within(os.path.realpath(entry.path), root):
+                    st = os.stat(entry.path)
             except OSError:
-                continue
-            if stat.S_ISDIR(st.st_mode):
-                if depth < SIZE_DEPTH and not entry.name.startswith("."):
-                    stack.append((entry.path, depth + 1))
-                continue
-            key = (st.st_dev, st.st_ino)
-            if not stat.S_ISREG(st.st_mode) or key in seen:
-                continue
-            seen.add(key)
-            total += st.st_size
-            count += 1
-    return total, count, truncated
+                st = None
+            if st is not None and stat.S_ISDIR(st.st_mode) and depth < SIZE_DEPTH \
+                    and not entry.name.startswith("."):
+                stack.append((entry.path, depth + 1))
+            yield depth, entry, st
+
+
+def dir_size(path: str, seen: Optional[Set[Tuple[int, int]]] = None) -> Tuple[int, int, bool]:
+    """(bytes, files, truncated): file sizes under ``path`` (:func:`walk_entries`), each inode
+    counted once, so snapshot links into ``blobs/`` count their blob once."""
+    seen = set() if seen is None else seen
+    total, count = 0, 0
+    for _depth, _entry, st in walk_entries(path):
+        if count >= MAX_SIZE_FILES:
+            return total, count, True
+        if st is None or not stat.S_ISREG(st.st_mode):
+            continue
+        key = (st.st_dev, st.st_ino)
+        if key in seen:
+            continue
+        seen.add(key)
+        total += st.st_size
+        count += 1
+    return total, count, False
 
 
 def read_json(path: str, cap: int) -> ConfigRead:
