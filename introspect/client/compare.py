@@ -19,9 +19,9 @@ from typing import TYPE_CHECKING, Any
 
 from introspect.analysis.compare import RowInput
 from introspect.client.documents import read_document
-from introspect.client.fleet import FleetInterrupted, FleetMonitor, ItemFailure, run_fleet
+from introspect.client.fleet import FleetMonitor
 from introspect.client.model import ProbeRequest, probe_model
-from introspect.client.probe_fleet import failed, not_probed
+from introspect.client.probe_fleet import run_items
 from introspect.errors import IntrospectError
 from introspect.interrupts import Terminated
 from introspect.remote.contract import RAW_SCHEMA, as_dict
@@ -135,21 +135,8 @@ def probe_for_compare(request: ProbeRequest, hosts: Sequence[HostEntry],
                 item["disk"] = free_disk(second, outcome.profile, request.files_timeout)
         return item
 
-    def done(_index: int, entry: HostEntry, result: dict[str, Any] | ItemFailure[HostEntry]) -> None:
-        if on_done is not None:
-            on_done(result if isinstance(result, dict) else failed(entry, result.error, result.seconds))
-
-    try:
-        results = run_fleet(hosts, work, parallel=parallel, on_error=failed, monitor=monitor, on_done=done)
-    except FleetInterrupted as stop:
-        items = [not_probed(entry, stop.signum) if result is None else _item(result)
-                 for entry, result in zip(hosts, stop.results, strict=True)]
-        raise CompareInterrupted(stop.signum, items) from stop
-    return [_item(result) for result in results]
-
-
-def _item(result: dict[str, Any] | ItemFailure[HostEntry]) -> dict[str, Any]:
-    return result if isinstance(result, dict) else failed(result.item, result.error, result.seconds)
+    return run_items(hosts, work, parallel=parallel, monitor=monitor, on_done=on_done,
+                     interrupted=CompareInterrupted)
 
 
 def free_disk(executor: Executor, profile: dict[str, Any], timeout: float) -> dict[str, Any]:

@@ -54,17 +54,30 @@ def probe_hosts(request: ProbeRequest, hosts: Sequence[HostEntry], make_executor
         return {"host": entry.name, "exit_code": outcome.code, "profile": outcome.profile,
                 "error": outcome.raw.get("fatal")}
 
+    items = run_items(hosts, work, parallel=parallel, monitor=monitor, on_done=on_done,
+                      interrupted=lambda signum, items: FleetProbeInterrupted(signum, items, monitor.stats()))
+    return items, monitor.stats()
+
+
+def run_items(hosts: Sequence[HostEntry], work: Callable[[HostEntry], dict[str, Any]], *, parallel: int,
+              monitor: FleetMonitor, on_done: Callable[[dict[str, Any]], None] | None,
+              interrupted: Callable[[int, list[dict[str, Any]]], BaseException]) -> list[dict[str, Any]]:
+    """``work`` on every host through :func:`run_fleet`: one item per host in ``hosts`` order, a
+    failure as :func:`failed`'s item. ``on_done(item)`` runs in the calling thread as each host
+    finishes. A signal raises ``interrupted(signum, items)``, the unfinished hosts' items from
+    :func:`not_probed`."""
+
     def done(_index: int, entry: HostEntry, result: dict[str, Any] | ItemFailure[HostEntry]) -> None:
         if on_done is not None:
-            on_done(result if isinstance(result, dict) else failed(entry, result.error, result.seconds))
+            on_done(_item(result))
 
     try:
         results = run_fleet(hosts, work, parallel=parallel, on_error=failed, monitor=monitor, on_done=done)
     except FleetInterrupted as stop:
         items = [not_probed(entry, stop.signum) if result is None else _item(result)
                  for entry, result in zip(hosts, stop.results, strict=True)]
-        raise FleetProbeInterrupted(stop.signum, items, monitor.stats()) from stop
-    return [_item(result) for result in results], monitor.stats()
+        raise interrupted(stop.signum, items) from stop
+    return [_item(result) for result in results]
 
 
 def failed(entry: HostEntry, exc: BaseException, _seconds: float) -> dict[str, Any]:
@@ -78,4 +91,4 @@ def _item(result: dict[str, Any] | ItemFailure[HostEntry]) -> dict[str, Any]:
     return result if isinstance(result, dict) else failed(result.item, result.error, result.seconds)
 
 
-__all__ = ["FleetProbeInterrupted", "not_probed", "probe_hosts"]
+__all__ = ["FleetProbeInterrupted", "not_probed", "probe_hosts", "run_items"]
