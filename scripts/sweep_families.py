@@ -29,7 +29,7 @@ from typing import Any
 REPO = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(REPO))
 
-from introspect.analysis.code_settle import generic_kinds  # noqa: E402
+from introspect.analysis.architecture.code_settle import generic_kinds  # noqa: E402
 from introspect.analysis.profile import build_profile  # noqa: E402
 from tests.fixtures.torch_venv import torch_venv  # noqa: E402
 from tests.golden.cases import config_raw  # noqa: E402
@@ -45,7 +45,7 @@ STARTUP = 60  # a driver's imports (torch, transformers) before its first family
 # that the profile labels an estimate: params.source "config"), unknown (null), untested (no truth).
 STATUSES = ("agree", "wrong", "estimate", "unknown", "untested")
 # The meta profile's own comparison of the rules' layer layout with the code's layer runs
-# (analysis/witnesses.py): a stand-in for layer kinds while the profile does not settle them.
+# (analysis/architecture/witnesses.py): a stand-in for layer kinds while the profile does not settle them.
 LAYER_COUNTS = ("layers", "moe_layers", "recurrent_layers", "sliding_layers")
 
 
@@ -151,7 +151,7 @@ def truth_of(meta: dict[str, Any], result: dict[str, Any]) -> dict[str, Any]:
     truth: dict[str, Any] = {}
     params = _d(result.get("params"))
     if isinstance(params.get("total"), int):
-        # As the witness reads it (analysis/witnesses.py): MTP layers are not part of the model's total.
+        # As the witness reads it (analysis/architecture/witnesses.py): MTP layers are not part of the model's total.
         truth["params.total"] = params["total"] - int(_d(params.get("components")).get("mtp") or 0)
     count = _d(result.get("layers")).get("count")
     if isinstance(count, int) and count > 0:

@@ -12,10 +12,15 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from introspect.analysis.architecture import architecture_section
-from introspect.analysis.config_witness import class_config, settle_with_class, with_class_defaults
+from introspect.analysis.architecture.config_witness import (
+    class_config,
+    settle_with_class,
+    with_class_defaults,
+)
+from introspect.analysis.architecture.layout_unknown import still_unknown
+from introspect.analysis.architecture.section import architecture_section
+from introspect.analysis.architecture.witnesses import apply_witnesses
 from introspect.analysis.findings import Finding, Severity
-from introspect.analysis.layout_unknown import still_unknown
 from introspect.analysis.list_caps import list_totals
 from introspect.analysis.raw_findings import error_findings, missing_module_findings
 from introspect.analysis.raw_guard import guarded, repair_raw
@@ -26,10 +31,9 @@ from introspect.analysis.result import (
     Profile,
     TargetSection,
 )
-from introspect.analysis.serving import serving_sections
+from introspect.analysis.serving.section import serving_sections
 from introspect.analysis.snapshot import snapshot_remote_code_finding
-from introspect.analysis.tokenizer import tokenizer_section
-from introspect.analysis.witnesses import apply_witnesses
+from introspect.analysis.tokenizer.section import tokenizer_section
 from introspect.remote.contract import RawFacts, as_dict
 
 __all__ = ["BAD_PATH_STATES", "PROFILE_SCHEMA", "Profile", "analyze", "build_profile", "environment_section",

@@ -75,7 +75,7 @@ class Profile:
     architecture: dict[str, Any]
     tokenizer: dict[str, Any]
     files: FilesSection
-    serving: dict[str, Any] = field(default_factory=dict)  # engines, gpus, plan (analysis/serving.py)
+    serving: dict[str, Any] = field(default_factory=dict)  # engines, gpus, plan (analysis/serving/section.py)
     findings: list[Finding] = field(default_factory=list)
     timings: dict[str, Any] = field(default_factory=dict)
     cache: dict[str, Any] | None = None

@@ -126,7 +126,7 @@ def check_tokenizer(venv: VenvEntry, model: str, result: Mapping[str, Any] | Non
     AutoTokenizer, and ``preflight`` judges the same.
     """
     # Imported here: `health` loads the analysis package only once a reply is there.
-    from introspect.analysis.tokenizer_autotokenizer import (
+    from introspect.analysis.tokenizer.tokenizer_autotokenizer import (
         autotokenizer_error,
         autotokenizer_loaded,
         stand_in_fix,
@@ -150,9 +150,9 @@ def check_tokenizer(venv: VenvEntry, model: str, result: Mapping[str, Any] | Non
         cls = result.get("class")
         return CheckResult(check, "pass", f"AutoTokenizer loads the tokenizer of {model} in {venv.path}"
                            + (f" ({cls})" if cls else ""), None, dict(result))
-    # The error shape of introspect/remote/facts/tokenizer_load.py: {type, message, cause,
+    # The error shape of introspect/remote/facts/tokenizer/tokenizer_load.py: {type, message, cause,
     # missing_packages}. After a native load the task moved transformers' error to
-    # "transformers_error" (introspect/remote/facts/tokenizer_native_load.py).
+    # "transformers_error" (introspect/remote/facts/tokenizer/tokenizer_native_load.py).
     native = result.get("source") if result.get("loaded") else None
     error = autotokenizer_error(result)
     kind, text, cause = error.get("type", "error"), _one_line(error.get("message")), error.get("cause")

@@ -28,7 +28,7 @@ def tokenizer_verdicts(tokenizer_results: Mapping[str, Mapping[str, Any]]) -> di
     neither calls it failing nor recovered.
     """
     # Imported here: `health` loads the analysis package only once a reply is there.
-    from introspect.analysis.tokenizer_autotokenizer import autotokenizer_loaded
+    from introspect.analysis.tokenizer.tokenizer_autotokenizer import autotokenizer_loaded
 
     verdicts = {model: autotokenizer_loaded(result) for model, result in tokenizer_results.items()}
     return {model: ok for model, ok in verdicts.items() if ok is not None}

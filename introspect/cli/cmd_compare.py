@@ -3,7 +3,7 @@ column per fact, the odd values marked.
 
 The rows come from saved documents (:mod:`introspect.client.compare`) and/or live hosts
 probed like ``probe --all-hosts``; the matrix and its judging are
-:mod:`introspect.analysis.compare`'s (pure); this module renders it as text, JSON or CSV.
+:mod:`introspect.analysis.diff.compare`'s (pure); this module renders it as text, JSON or CSV.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from introspect.analysis.compare import COMPARE_SCHEMA, FACT_KEYS, FACTS, RowInput, compare_rows
+from introspect.analysis.diff.compare import COMPARE_SCHEMA, FACT_KEYS, FACTS, RowInput, compare_rows
 from introspect.cli.connect import (
     ConnectionFlags,
     connection_options,

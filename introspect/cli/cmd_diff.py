@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from introspect.analysis.diff import GROUPS, diff_profiles
+from introspect.analysis.diff.document import GROUPS, diff_profiles
 from introspect.cli import help_examples
 from introspect.cli.connect import (
     ConnectionFlags,

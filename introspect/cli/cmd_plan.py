@@ -11,11 +11,11 @@ from typing import Any
 
 import click
 
-from introspect.analysis.drafter_plan import drafter_config, spread_layer_ids
-from introspect.analysis.plan import DEFAULT_FRACTION, GpuBudget
-from introspect.analysis.plan_context import KV_DTYPES, ContextOptions
 from introspect.analysis.result import PROFILE_SCHEMA
-from introspect.analysis.serving import replan
+from introspect.analysis.serving.drafter_plan import drafter_config, spread_layer_ids
+from introspect.analysis.serving.plan import DEFAULT_FRACTION, GpuBudget
+from introspect.analysis.serving.plan_context import KV_DTYPES, ContextOptions
+from introspect.analysis.serving.section import replan
 from introspect.cli import help_examples
 from introspect.cli.gpu_mem import gpu_by_name, parse_gpu_mem
 from introspect.cli.outcome import Finished, Notice

@@ -1,7 +1,7 @@
 """The Witnesses table of the human report: what the config rules, the model's code and the weights say.
 
 Everything comes from ``architecture.params.sources`` / ``architecture.layers.sources``
-(introspect.analysis.witnesses); nothing is computed here beyond formatting.
+(introspect.analysis.architecture.witnesses); nothing is computed here beyond formatting.
 """
 
 from __future__ import annotations

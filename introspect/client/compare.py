@@ -17,7 +17,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from introspect.analysis.compare import RowInput
+from introspect.analysis.diff.compare import RowInput
 from introspect.client.documents import read_document
 from introspect.client.fleet import FleetMonitor
 from introspect.client.model import ProbeRequest, probe_model

@@ -25,7 +25,7 @@ if TYPE_CHECKING:
     from introspect.inventory import HostEntry, Inventory
 
 # The aggregator's modules that a listing row needs, once a host has answered.
-SUMMARY_MODULES = ("introspect.analysis.architecture", "introspect.analysis.speculative")
+SUMMARY_MODULES = ("introspect.analysis.architecture.section", "introspect.analysis.architecture.speculative")
 DEFAULT_ROOTS = ("/root/models", "/data", "~/models")
 DEFAULT_MAX_DEPTH = 4
 DEFAULT_SHIP_CAP = 256 * 1024  # a raw config.json above this stays on the host (the digest still comes)
@@ -98,7 +98,7 @@ def _drafter(entry: dict[str, Any], config: Any) -> dict[str, Any] | None:
     remote = entry.get("drafter")
     if not isinstance(remote, dict):
         return None
-    from introspect.analysis.speculative import describe_drafter
+    from introspect.analysis.architecture.speculative import describe_drafter
 
     described = describe_drafter({"path": entry.get("path"), "config": config}) if isinstance(config, dict) else None
     kind = (described or {}).get("kind")
@@ -119,7 +119,7 @@ def summarize_model(entry: dict[str, Any]) -> dict[str, Any]:
     config = entry.get("config")
     arch: dict[str, Any] = {}
     if isinstance(config, dict):
-        from introspect.analysis.architecture import analyze_architecture
+        from introspect.analysis.architecture.section import analyze_architecture
 
         path = entry.get("path")
         arch, _findings = analyze_architecture(config, config_path=f"{path}/config.json" if path else None)

@@ -20,7 +20,7 @@ from introspect.transport.base import Executor
 if TYPE_CHECKING:
     from introspect.inventory import HostEntry
 
-# nvidia-smi answers in well under a second; facts/gpus.py bounds each of its (at most four)
+# nvidia-smi answers in well under a second; facts/host/gpus.py bounds each of its (at most four)
 # calls at 10 s, so a hung driver costs 40 s at most and this leaves room for the connect.
 DEFAULT_TIMEOUT = 60.0
 

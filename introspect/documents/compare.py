@@ -1,5 +1,5 @@
-"""``introspect.compare/v1`` (analysis/compare.py ``compare_rows``) and ``introspect.diff/v1``
-(analysis/diff.py): which hosts or profiles differ."""
+"""``introspect.compare/v1`` (analysis/diff/compare.py ``compare_rows``) and ``introspect.diff/v1``
+(analysis/diff/document.py): which hosts or profiles differ."""
 
 from __future__ import annotations
 
@@ -66,5 +66,5 @@ class DiffDocument(Document):
     schema_: Literal["introspect.diff/v1"] = Field(alias="schema")
     identical: bool
     labels: Labels
-    groups: dict[str, dict[str, Any]]  # section -> {identical, changes, ...} (analysis/diff.py)
+    groups: dict[str, dict[str, Any]]  # section -> {identical, changes, ...} (analysis/diff/document.py)
     error: ErrorMember | None = None

@@ -37,7 +37,21 @@ def schema_text(name: str) -> str:
 
 
 def digest(text: str) -> str:
-    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+    """The sha256 of a schema's contract: its text without the prose of its ``description`` members.
+
+    A reworded docstring is no new version for the consumers that validate against it; a changed
+    key, type, enum or ``required`` list is.
+    """
+    contract = json.dumps(_without_prose(json.loads(text)), sort_keys=True)
+    return hashlib.sha256(contract.encode("utf-8")).hexdigest()
+
+
+def _without_prose(node: Any) -> Any:
+    if isinstance(node, dict):  # a property named "description" holds an object, never a string
+        return {k: _without_prose(v) for k, v in node.items() if not (k == "description" and isinstance(v, str))}
+    if isinstance(node, list):
+        return [_without_prose(v) for v in node]
+    return node
 
 
 def versions_text() -> str:

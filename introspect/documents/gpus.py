@@ -26,7 +26,7 @@ class HostGpus(Record):
     python: str | None
     ok: bool
     error: HostError | None
-    gpus: dict[str, Any] | None  # the remote side's nvidia-smi facts (remote/facts/gpus.py), as read
+    gpus: dict[str, Any] | None  # the remote side's nvidia-smi facts (remote/facts/host/gpus.py), as read
 
 
 class GpusDocument(Document):

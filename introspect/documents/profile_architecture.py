@@ -1,4 +1,4 @@
-"""The profile's ``architecture`` section (introspect/analysis/architecture.py and its helpers).
+"""The profile's ``architecture`` section (introspect/analysis/architecture/section.py and its helpers).
 
 Family-dependent parts stay JSON objects (``dict[str, Any]``): ``evidence`` (config.json keys
 and their values, as read), ``quantization`` (the checkpoint's own quantization_config keys),
@@ -171,7 +171,7 @@ class Eagle3Plan(Record):
 
 
 class DrafterPlan(Record):
-    """What a DFlash / EAGLE-3 drafter for this target needs (analysis/drafter_plan.py)."""
+    """What a DFlash / EAGLE-3 drafter for this target needs (analysis/serving/drafter_plan.py)."""
 
     convention: str
     dflash: DflashPlan

@@ -19,7 +19,7 @@ class Target(Record):
 
 
 class ModuleSource(Record):
-    """Where an import of remote code would come from (remote/facts/environment.py)."""
+    """Where an import of remote code would come from (remote/facts/host/environment.py)."""
 
     available: bool
     distribution: str | None = None
@@ -38,7 +38,7 @@ class Environment(Record):
 
 class ListingEntry(Record):
     """One entry of the model directory; ``kind``/``link``/``resolved``/``link_error`` where the
-    remote side reports links (remote/facts/listing.py)."""
+    remote side reports links (remote/facts/model/listing.py)."""
 
     name: str
     kind: str | None = None

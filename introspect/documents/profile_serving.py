@@ -1,4 +1,4 @@
-"""The profile's ``engines``, ``gpus`` and ``plan`` sections (introspect/analysis/serving.py);
+"""The profile's ``engines``, ``gpus`` and ``plan`` sections (introspect/analysis/serving/section.py);
 the plan section is also the body of ``introspect.plan/v1``."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from introspect.documents.base import Number, Record
 
 
 class Registration(Record):
-    """Whether an engine registers an architecture class, and where (analysis/engines.py)."""
+    """Whether an engine registers an architecture class, and where (analysis/serving/engines.py)."""
 
     architecture: str | None
     registered: bool
@@ -64,7 +64,7 @@ class Interconnect(Record):
 
 
 class Gpus(Record):
-    """GPU facts of the host (analysis/gpus.py); ``devices`` are nvidia-smi rows as the remote side read them."""
+    """GPU facts of the host (analysis/serving/gpus.py); ``devices`` are nvidia-smi rows as the remote side read them."""
 
     probed: bool
     available: bool | None
@@ -87,7 +87,7 @@ class WeightsBytes(Record):
 
 
 class GpuBudget(Record):
-    """The GPUs a plan is made for (analysis/plan.py ``GpuBudget``)."""
+    """The GPUs a plan is made for (analysis/serving/plan.py ``GpuBudget``)."""
 
     count: int
     memory_bytes: int
@@ -97,7 +97,7 @@ class GpuBudget(Record):
 
 
 class ContextFix(Record):
-    """The longest --max-model-len a layout holding the weights can serve (analysis/plan.py ``_context_fix``)."""
+    """The longest --max-model-len a layout holding the weights can serve (analysis/serving/plan.py ``_context_fix``)."""
 
     layout: str
     max_context_fits: int
@@ -111,7 +111,7 @@ class LayoutCheck(Record):
 
 
 class Layout(Record):
-    """One candidate TP / EP / PP layout (analysis/plan.py ``layout``)."""
+    """One candidate TP / EP / PP layout (analysis/serving/plan.py ``layout``)."""
 
     name: str
     tp: int
@@ -132,7 +132,7 @@ class Layout(Record):
     tp_across_nodes: bool | None = None
     state_sequences_per_gpu: int | None = None
     max_context_sequences: int | None = None
-    # One request of max_model_len must fit beside the weights (analysis/plan_context.py).
+    # One request of max_model_len must fit beside the weights (analysis/serving/plan_context.py).
     max_model_len: int | None = None
     kv_dtype: str | None = None
     kv_one_request_bytes_per_gpu: int | None = None

@@ -1,4 +1,4 @@
-"""The profile's ``tokenizer`` section (introspect/analysis/tokenizer.py and its helpers)."""
+"""The profile's ``tokenizer`` section (introspect/analysis/tokenizer/section.py and its helpers)."""
 
 from __future__ import annotations
 

@@ -45,7 +45,7 @@ class NotRegularFile(OSError):
 # BambaConfig, FalconH1Config and GraniteMoeHybridConfig default time_step_limit to (0.0, inf),
 # which transformers 4's json.dumps wrote as [0.0, Infinity] (nvidia/Nemotron-H-8B-Base-8K). Such a
 # file is read as transformers reads it; the value travels as {JSON_CONSTANT_KEY: "Infinity"}, so
-# the reply stays strict JSON and the controller can name the key (analysis/config_checks.py).
+# the reply stays strict JSON and the controller can name the key (analysis/architecture/config_checks.py).
 # transformers 5 itself writes {"__float__": "Infinity"} (configuration_utils.py to_json_string, line 1329).
 JSON_CONSTANT_KEY = "__json_constant__"
 # The files read that way, by name; any other file (tokenizer.json is read by the tokenizers

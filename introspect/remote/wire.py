@@ -97,8 +97,8 @@ class ModelSections(TypedDict, total=False):
     drafters: Optional[List[Drafter]]
     environment: Optional[EnvironmentFacts]
     hashes: Optional[HashesFacts]
-    engines: Optional[Dict[str, Any]]  # facts/engines.py: serving engines read from their sources
-    gpus: Optional[Dict[str, Any]]  # facts/gpus.py: nvidia-smi query and topology
+    engines: Optional[Dict[str, Any]]  # facts/host/engines.py: serving engines read from their sources
+    gpus: Optional[Dict[str, Any]]  # facts/host/gpus.py: nvidia-smi query and topology
 
 
 class ModelReply(ModelSections, total=False):

@@ -136,7 +136,7 @@ def _imports(name: str, sources: dict[str, str], packages: tuple[str, ...]) -> s
         module = ".".join(p for p in (module, source[level:]) if p)
         if module in sources:
             found.add(module)
-        # ``from ..facts import drafters``: a name may be a sub-module.
+        # ``from ..facts.model import drafters``: a name may be a sub-module.
         found.update(f"{module}.{n}" for n in _names(listed) if f"{module}.{n}" in sources)
     if name == RUNNER:
         # Imported only for isolated tasks and batches (runner.main): added for those.

@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from introspect.analysis.added_tokens import judge_added_tokens
-from introspect.analysis.tokenizer import analyze_tokenizer
+from introspect.analysis.tokenizer.added_tokens import judge_added_tokens
+from introspect.analysis.tokenizer.section import analyze_tokenizer
 
 GOOD = {"id": 163584, "expected": "[BOS]", "id_to_token": "[BOS]", "token_to_id": 163584, "decoded": "[BOS]",
         "ok": True}

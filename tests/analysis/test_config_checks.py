@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from introspect.analysis.architecture import analyze_architecture
+from introspect.analysis.architecture.section import analyze_architecture
 from introspect.remote.readers import JSON_CONSTANT_KEY
 
 REAL = Path(__file__).resolve().parents[1] / "data" / "realconfigs"

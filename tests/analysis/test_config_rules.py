@@ -1,7 +1,7 @@
 """The config rules that a family derives in code, each against the contrast that shows the rule matters.
 
 Every case starts from a real config in tests/data/realconfigs and changes the one key the
-rule reads; the family code each rule comes from is named in introspect.analysis.families.
+rule reads; the family code each rule comes from is named in introspect.analysis.architecture.families.
 """
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from introspect.analysis.architecture import analyze_architecture
+from introspect.analysis.architecture.section import analyze_architecture
 
 REAL = Path(__file__).resolve().parents[1] / "data" / "realconfigs"
 

@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 
-from introspect.analysis.architecture import analyze_architecture
+from introspect.analysis.architecture.section import analyze_architecture
 
 ROOT = Path(__file__).resolve().parents[1] / "data" / "families"
 CASES = sorted(ROOT.glob("*.json"))

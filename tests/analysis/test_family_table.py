@@ -1,6 +1,6 @@
 """The family table against the cases: every row has a real config, and no known family is "unknown".
 
-A row of introspect.analysis.families is a claim that introspect understands that
+A row of introspect.analysis.architecture.families is a claim that introspect understands that
 model_type; the claim is held to at least one real public config, either a case in
 tests/data/families (with its source) or a folder in tests/data/realconfigs.
 """
@@ -13,10 +13,10 @@ from typing import Any
 
 import pytest
 
-from introspect.analysis.architecture import analyze_architecture
-from introspect.analysis.config_view import unwrap
-from introspect.analysis.families import FAMILIES, UNKNOWN, family_of
-from introspect.analysis.mixers import MIXERS
+from introspect.analysis.architecture.config_view import unwrap
+from introspect.analysis.architecture.families import FAMILIES, UNKNOWN, family_of
+from introspect.analysis.architecture.mixers import MIXERS
+from introspect.analysis.architecture.section import analyze_architecture
 
 DATA = Path(__file__).resolve().parents[1] / "data"
 

@@ -19,8 +19,8 @@ from typing import Any
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from introspect.analysis.architecture import analyze_architecture
-from introspect.analysis.safetensors_count import count_safetensors
+from introspect.analysis.architecture.safetensors_count import count_safetensors
+from introspect.analysis.architecture.section import analyze_architecture
 
 DATA = Path(__file__).resolve().parents[1] / "data"
 SEEDS = [json.loads(p.read_text()) for p in sorted((DATA / "realconfigs").glob("*/config.json"))]

@@ -27,7 +27,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from introspect.analysis.config_checks import INT_RULES
+from introspect.analysis.architecture.config_checks import INT_RULES
 from introspect.cli.main import main
 from introspect.remote.contract import WRAPPER_TEXT_CONFIG_KEYS
 from introspect.remote.readers import JSON_CONSTANT_KEY
@@ -209,9 +209,9 @@ def test_absurd_safetensors_shapes_give_a_finding_not_a_37_digit_count() -> None
 
 
 def test_the_plan_names_an_invalid_key_and_computes_no_kv_tokens_from_it() -> None:
-    from introspect.analysis.plan import GpuBudget
     from introspect.analysis.profile import build_profile
-    from introspect.analysis.serving import replan
+    from introspect.analysis.serving.plan import GpuBudget
+    from introspect.analysis.serving.section import replan
 
     raw = json.loads(RAWS["kimi-k25-int4-8shards"])
     raw["files"]["config"]["text_config"]["kv_lora_rank"] = "512"  # quoted: MLA unknown

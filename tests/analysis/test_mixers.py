@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import pytest
 
-from introspect.analysis.config_view import ConfigView
-from introspect.analysis.families import family_of
-from introspect.analysis.kinds import FULL, GDN, KDA, LINEAR, MAMBA, MAMBA2, MLP
-from introspect.analysis.layers import canonical_kind
-from introspect.analysis.mixer_math import LayerCtx
-from introspect.analysis.mixers import (
+from introspect.analysis.architecture.config_view import ConfigView
+from introspect.analysis.architecture.families import family_of
+from introspect.analysis.architecture.kinds import FULL, GDN, KDA, LINEAR, MAMBA, MAMBA2, MLP
+from introspect.analysis.architecture.layers import canonical_kind
+from introspect.analysis.architecture.mixer_math import LayerCtx
+from introspect.analysis.architecture.mixers import (
     FIXED_NAMES,
     MIXERS,
     RECURRENT_KINDS,

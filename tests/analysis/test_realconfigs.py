@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 import yaml
 
-from introspect.analysis.architecture import analyze_architecture
+from introspect.analysis.architecture.section import analyze_architecture
 
 ROOT = Path(__file__).resolve().parents[1] / "data" / "realconfigs"
 FOLDERS = sorted(

@@ -18,8 +18,8 @@ from typing import Any
 
 import pytest
 
-from introspect.analysis.architecture import analyze_architecture
-from introspect.analysis.safetensors_count import count_safetensors
+from introspect.analysis.architecture.safetensors_count import count_safetensors
+from introspect.analysis.architecture.section import analyze_architecture
 
 REAL = Path(__file__).resolve().parents[1] / "data" / "realconfigs"
 FAMILIES = Path(__file__).resolve().parents[1] / "data" / "families"

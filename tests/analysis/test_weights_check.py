@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from introspect.analysis.architecture import analyze_architecture
+from introspect.analysis.architecture.section import analyze_architecture
 
 KIMI_LINEAR = Path(__file__).resolve().parent.parent / "data/realconfigs/kimi-linear-48b-a3b-instruct/config.json"
 

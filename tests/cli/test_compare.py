@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 import yaml
 
-from introspect.analysis.compare import FACT_KEYS, RowInput, compare_rows
+from introspect.analysis.diff.compare import FACT_KEYS, RowInput, compare_rows
 from introspect.analysis.profile import build_profile
 from introspect.cli.cmd_compare import _cell
 from introspect.cli.main import main

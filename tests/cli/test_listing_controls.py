@@ -19,7 +19,7 @@ import yaml
 
 from introspect.cli.listing import Controls, Field, age, apply
 from introspect.errors import UsageError
-from introspect.remote.facts.discovery import model_times
+from introspect.remote.facts.model.discovery import model_times
 from tests.conftest import assert_clean_error, run_cli
 from tests.models import NEW_COMMIT, REPO_ID, add_revision
 

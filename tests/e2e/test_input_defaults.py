@@ -68,7 +68,7 @@ def test_the_index_is_not_held_to_the_configs_json_cap(tmp_path: Path) -> None:
 
 
 def test_an_index_above_its_cap_is_one_error(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from introspect.remote.facts import hashes
+    from introspect.remote.facts.model import hashes
 
     model = _small_model(tmp_path / "m", index_entries=100)
     monkeypatch.setattr(hashes, "INDEX_CAP", 1000)

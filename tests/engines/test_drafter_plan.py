@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from introspect.analysis.drafter_plan import eagle3_layer_ids, spread_layer_ids
 from introspect.analysis.profile import build_profile
+from introspect.analysis.serving.drafter_plan import eagle3_layer_ids, spread_layer_ids
 from tests.conftest import run_cli
 from tests.golden.cases import DATA, GOLDEN, config_raw
 

@@ -53,7 +53,7 @@ def _engine(profile: dict, name: str) -> dict:
 
 def test_facts_are_read_without_importing_the_engines(engines_python: Path) -> None:
     script = ("import importlib.util, json, sys\n"
-              "from introspect.remote.facts.engines import collect_engines\n"
+              "from introspect.remote.facts.host.engines import collect_engines\n"
               "facts, errors = collect_engines()\n"
               "heavy = sorted(m for m in sys.modules if m.split('.')[0] in ('sglang', 'vllm', 'torch'))\n"
               "print(json.dumps({'engines': [e['name'] for e in facts['engines']], 'errors': errors,\n"
@@ -149,8 +149,8 @@ def test_unknown_layout_degrades_to_version_only(tmp_path: Path) -> None:
     dist = site / "sglang-9.0.0.dist-info"
     dist.mkdir()
     (dist / "METADATA").write_text("Metadata-Version: 2.1\nName: sglang\nVersion: 9.0.0\n")
-    script = ("import json\nfrom introspect.remote.facts.engines import collect_engines\n"
-              "from introspect.analysis.engines import analyze_engines\n"
+    script = ("import json\nfrom introspect.remote.facts.host.engines import collect_engines\n"
+              "from introspect.analysis.serving.engines import analyze_engines\n"
               "facts, errors = collect_engines()\n"
               "section, findings = analyze_engines(facts, {'architectures': ['DeepseekV3ForCausalLM']})\n"
               "print(json.dumps({'section': section, 'findings': [f.to_json() for f in findings], 'errors': errors}))\n")
@@ -174,7 +174,7 @@ def test_same_facts_under_python38(engines_python: Path) -> None:
     if exe is None:
         pytest.skip("no Python 3.8 interpreter here (set INTROSPECT_PY38)")
     site = next((engines_python.parent.parent / "lib").glob("python3*/site-packages"))
-    script = ("import json, sys\nfrom introspect.remote.facts.engines import collect_engines\n"
+    script = ("import json, sys\nfrom introspect.remote.facts.host.engines import collect_engines\n"
               "facts, errors = collect_engines()\nprint(json.dumps([list(sys.version_info[:2]), facts, errors]))\n")
     runs = []
     for python in (exe, str(engines_python)):

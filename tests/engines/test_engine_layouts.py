@@ -10,7 +10,7 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-from introspect.remote.facts import engines as engine_facts
+from introspect.remote.facts.host import engines as engine_facts
 
 
 def _write(root: Path, rel: str, text: str) -> None:

@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from introspect.analysis.gpus import analyze_gpus, budget_from
-from introspect.remote.facts.gpus import collect_gpus, parse_query_csv, parse_topology
+from introspect.analysis.serving.gpus import analyze_gpus, budget_from
+from introspect.remote.facts.host.gpus import collect_gpus, parse_query_csv, parse_topology
 from tests.conftest import REPO, run_cli
 from tests.engines import nvidia_smi_outputs as smi
 
@@ -109,7 +109,7 @@ def test_failing_nvidia_smi_is_a_warning(tmp_path: Path) -> None:
 
 
 def test_hung_nvidia_smi_is_bounded(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    from introspect.remote.facts import gpus as gpu_facts
+    from introspect.remote.facts.host import gpus as gpu_facts
 
     monkeypatch.setattr(gpu_facts, "TIMEOUT", 0.5)
     exe = tmp_path / "nvidia-smi"
@@ -156,7 +156,7 @@ def test_same_gpu_facts_under_python38(tmp_path: Path) -> None:
     if exe is None:
         pytest.skip("no Python 3.8 interpreter here (set INTROSPECT_PY38)")
     smi_exe = _fake_nvidia_smi(tmp_path, smi.H200_CSV, smi.HEADER_560, smi.H100_TOPO)
-    script = ("import json, sys\nfrom introspect.remote.facts.gpus import collect_gpus\n"
+    script = ("import json, sys\nfrom introspect.remote.facts.host.gpus import collect_gpus\n"
               "print(json.dumps(collect_gpus(sys.argv[1])))\n")
     proc = subprocess.run([exe, "-B", "-c", script, str(smi_exe)], capture_output=True, text=True, timeout=60,
                           check=False, env={"PYTHONPATH": str(REPO), "PATH": "/usr/bin:/bin"})

@@ -12,8 +12,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from introspect.analysis.plan import GpuBudget, plan_section
 from introspect.analysis.profile import build_profile
+from introspect.analysis.serving.plan import GpuBudget, plan_section
 from tests.conftest import run_cli
 from tests.golden.cases import DATA, config_raw
 
@@ -189,7 +189,7 @@ def test_sliding_layers_are_named_in_the_rule() -> None:
 
 def test_probed_gpus_give_the_profile_its_plan(tmp_path: Path) -> None:
     """Raw facts of the 8-shard Kimi-like probe (tests/data/golden/raw) plus eight H200s from nvidia-smi."""
-    from introspect.remote.facts.gpus import parse_query_csv
+    from introspect.remote.facts.host.gpus import parse_query_csv
     from tests.engines.nvidia_smi_outputs import H200_CSV
     from tests.golden.cases import GOLDEN
 

@@ -17,9 +17,9 @@ from pathlib import Path
 
 import pytest
 
-from introspect.analysis.plan import GpuBudget, plan_section
-from introspect.analysis.plan_context import ContextOptions, rope_default
-from introspect.analysis.plan_stages import pp_partition
+from introspect.analysis.serving.plan import GpuBudget, plan_section
+from introspect.analysis.serving.plan_context import ContextOptions, rope_default
+from introspect.analysis.serving.plan_stages import pp_partition
 from tests.conftest import run_cli
 from tests.golden.cases import GOLDEN
 

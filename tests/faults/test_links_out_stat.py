@@ -71,7 +71,7 @@ def linked_dir(tmp_path: Path) -> tuple[Path, Path]:
 
 
 def test_hashes_neither_size_nor_hash_a_link_out(linked_dir):
-    from introspect.remote.facts.hashes import collect_hashes
+    from introspect.remote.facts.model.hashes import collect_hashes
 
     model, _outside = linked_dir
     facts, errors = collect_hashes(str(model), json_cap=16 * 2**20)
@@ -87,7 +87,7 @@ def test_hashes_neither_size_nor_hash_a_link_out(linked_dir):
 
 
 def test_tokenizer_code_module_is_there_but_not_sized(linked_dir):
-    from introspect.remote.facts.tokenizer_code import remote_code
+    from introspect.remote.facts.tokenizer.tokenizer_code import remote_code
 
     model, _outside = linked_dir
     info, errors = remote_code(str(model), 16 * 2**20, None)
@@ -100,8 +100,8 @@ def test_tokenizer_code_module_is_there_but_not_sized(linked_dir):
 
 def test_too_large_messages_do_not_size_a_link_out(linked_dir):
     from introspect.remote import confine
-    from introspect.remote.facts.custom_code import _read_code
-    from introspect.remote.facts.sentencepiece_model import read_sentencepiece
+    from introspect.remote.facts.model.custom_code import _read_code
+    from introspect.remote.facts.tokenizer.sentencepiece_model import read_sentencepiece
 
     model, _outside = linked_dir
     confine.confine(str(model))  # what the model task does before any read
@@ -112,7 +112,7 @@ def test_too_large_messages_do_not_size_a_link_out(linked_dir):
 
 
 def test_fingerprint_ignores_the_target_but_not_the_link(linked_dir):
-    from introspect.remote.facts.fingerprint import compute
+    from introspect.remote.facts.model.fingerprint import compute
 
     model, outside = linked_dir
     before = compute(str(model))["digest"]
@@ -131,7 +131,7 @@ def test_fingerprint_ignores_the_target_but_not_the_link(linked_dir):
 
 
 def test_discovered_size_skips_a_link_out(tmp_path):
-    from introspect.remote.facts.model_summary import dir_size
+    from introspect.remote.facts.model.model_summary import dir_size
 
     model, outside = tmp_path / "m", tmp_path / "outside"
     model.mkdir()
@@ -145,7 +145,7 @@ def test_discovered_size_skips_a_link_out(tmp_path):
 
 
 def test_hub_snapshot_size_still_counts_its_blobs(tmp_path):
-    from introspect.remote.facts.model_summary import dir_size
+    from introspect.remote.facts.model.model_summary import dir_size
 
     repo = tmp_path / "models--org--name"
     blob = repo / "blobs" / "abc"

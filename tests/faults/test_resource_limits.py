@@ -19,7 +19,11 @@ from pathlib import Path
 
 import pytest
 
-from introspect.remote.facts.tiktoken import MAX_RANK, summarize_tiktoken_file, summarize_tiktoken_lines
+from introspect.remote.facts.tokenizer.tiktoken import (
+    MAX_RANK,
+    summarize_tiktoken_file,
+    summarize_tiktoken_lines,
+)
 from introspect.remote.limits import GIB, LimitExceeded, apply, budget, size_text
 from introspect.remote.supervisor import OUTPUT_CAP, STDERR_TAIL
 from tests.conftest import REPO, SESSION_TMP

@@ -19,7 +19,7 @@ from hypothesis import strategies as st
 
 from introspect import redact
 from introspect.errors import UsageError
-from introspect.remote.facts.environment import relevant_env
+from introspect.remote.facts.host.environment import relevant_env
 from introspect.remote.redaction import REDACTED, is_secret_param, redact_text
 from introspect.transport.hostspec import parse_host
 from tests.conftest import assert_clean_error, run_cli, ssh_flags

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from introspect.analysis.diff import GROUPS, diff_profiles, flatten
+from introspect.analysis.diff.document import GROUPS, diff_profiles, flatten
 from tests.conftest import assert_clean_error, run_cli
 
 TEMPLATE = "{%- for m in messages -%}\n<|im_{{ m.role }}|>{{ m.content }}<|im_end|>\n{%- endfor -%}\n"

@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from introspect.client.discover import discover_facts, summarize_model
-from introspect.remote.facts import hashes as hashes_facts
+from introspect.remote.facts.model import hashes as hashes_facts
 from introspect.remote.tasks import discover as discover_probe
 from introspect.transport.local import LocalExecutor
 from tests.fixtures.kimi_model import build_kimi_model

@@ -16,7 +16,7 @@ import pytest
 
 from introspect.client.hub import is_repo_id, resolve_model
 from introspect.errors import ModelPathError
-from introspect.remote.facts import hf_cache
+from introspect.remote.facts.model import hf_cache
 from introspect.remote.tasks import resolve
 from introspect.transport.local import LocalExecutor
 from tests.models import NEW_COMMIT, OLD_COMMIT, REPO_ID, add_revision, repo_dir

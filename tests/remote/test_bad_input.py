@@ -12,9 +12,9 @@ from pathlib import Path
 
 import pytest
 
-from introspect.remote.facts.drafters import collect_drafters
-from introspect.remote.facts.files import collect_files
-from introspect.remote.facts.safetensors import collect_safetensors
+from introspect.remote.facts.model.drafters import collect_drafters
+from introspect.remote.facts.model.files import collect_files
+from introspect.remote.facts.model.safetensors import collect_safetensors
 from tests.fixtures.shards import build_header, write_raw_shard, write_shard
 
 CAP = 16 * 1024 * 1024
@@ -268,7 +268,7 @@ def test_nul_in_path(tmp_path: Path) -> None:
 AS_NOBODY_SCRIPT = """
 import json, sys
 sys.path.insert(0, sys.argv[1])
-from introspect.remote.facts import files, safetensors
+from introspect.remote.facts.model import files, safetensors
 out = {}
 for name in ("readable", "locked"):
     path = sys.argv[2] + "/" + name

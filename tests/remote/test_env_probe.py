@@ -11,8 +11,8 @@ from pathlib import Path
 
 import pytest
 
-from introspect.remote.facts import environment as env_probe
-from introspect.remote.facts.environment import collect_environment
+from introspect.remote.facts.host import environment as env_probe
+from introspect.remote.facts.host.environment import collect_environment
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -86,7 +86,7 @@ def test_checks_import_nothing() -> None:
     """Versions and availability come from metadata and find_spec: no package is imported."""
     script = (
         "import sys, json\n"
-        "from introspect.remote.facts import environment as env_probe\n"
+        "from introspect.remote.facts.host import environment as env_probe\n"
         "before = set(sys.modules)\n"
         "env_probe.collect_environment(['tiktoken', 'transformers', 'yaml', 'jinja2'])\n"
         "new = set(sys.modules) - before\n"

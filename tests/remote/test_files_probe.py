@@ -12,10 +12,10 @@ from pathlib import Path
 
 import pytest
 
-from introspect.remote.facts import custom_code, listing
-from introspect.remote.facts import drafters as drafters_facts
-from introspect.remote.facts.drafters import collect_drafters
-from introspect.remote.facts.files import collect_files
+from introspect.remote.facts.model import custom_code, listing
+from introspect.remote.facts.model import drafters as drafters_facts
+from introspect.remote.facts.model.drafters import collect_drafters
+from introspect.remote.facts.model.files import collect_files
 
 REPO = Path(__file__).resolve().parents[2]
 CAP = 16 * 1024 * 1024
@@ -346,7 +346,8 @@ def _python38() -> str | None:
 
 PY38_SCRIPT = """
 import json, sys
-from introspect.remote.facts import drafters as drafters_facts, environment, files as files_facts, safetensors
+from introspect.remote.facts.host import environment
+from introspect.remote.facts.model import drafters as drafters_facts, files as files_facts, safetensors
 model = sys.argv[1]
 files, e1 = files_facts.collect_files(model, json_cap=1 << 24)
 drafters, e2 = drafters_facts.collect_drafters(model, json_cap=1 << 24)

@@ -8,8 +8,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from introspect.remote.facts.header_scan import scan_header
-from introspect.remote.facts.shard_header import parse_header, summarize_header
+from introspect.remote.facts.model.header_scan import scan_header
+from introspect.remote.facts.model.shard_header import parse_header, summarize_header
 
 NAME_PARTS = ["model", "layers", "0", "12", "007", "mlp", "experts", "weight", "", "proj1", "²", "1e5", "a b"]
 names = st.lists(st.sampled_from(NAME_PARTS), min_size=1, max_size=6).map(".".join) | st.text(max_size=12)
@@ -92,7 +92,7 @@ DIGITY = ["model", "layers", "0", "12", "007", "h2o", "2b", "w1", "proj1", "²",
                 max_size=30))
 def test_templates_of_many_names_equal_the_one_name_reference(names: list[str]) -> None:
     """The joined two-pass form (shared by both header paths) against template_of, name by name."""
-    from introspect.remote.facts.shard_header import _templates, template_of
+    from introspect.remote.facts.model.shard_header import _templates, template_of
 
     templates, firsts = _templates(names)
     expected = [template_of(name) for name in names]

@@ -11,11 +11,11 @@ from pathlib import Path
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from introspect.remote.facts import custom_code, shard_header
-from introspect.remote.facts import drafters as drafters_facts
-from introspect.remote.facts.files import collect_files
-from introspect.remote.facts.safetensors import collect_safetensors
-from introspect.remote.facts.shard_header import parse_header, summarize_header, template_of
+from introspect.remote.facts.model import custom_code, shard_header
+from introspect.remote.facts.model import drafters as drafters_facts
+from introspect.remote.facts.model.files import collect_files
+from introspect.remote.facts.model.safetensors import collect_safetensors
+from introspect.remote.facts.model.shard_header import parse_header, summarize_header, template_of
 
 CAP = 1024 * 1024
 FILE_SETTINGS = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])

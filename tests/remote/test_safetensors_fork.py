@@ -9,7 +9,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from introspect.remote import contract
-from introspect.remote.facts import safetensors, shard_header, shard_workers
+from introspect.remote.facts.model import safetensors, shard_header, shard_workers
 from tests.fixtures.shards import write_kimi_k25_int4_checkpoint
 
 

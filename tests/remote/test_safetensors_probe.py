@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from introspect.remote.facts import index
-from introspect.remote.facts.safetensors import collect_safetensors
-from introspect.remote.facts.shard_header import read_shard, summarize_header, template_of
+from introspect.remote.facts.model import index
+from introspect.remote.facts.model.safetensors import collect_safetensors
+from introspect.remote.facts.model.shard_header import read_shard, summarize_header, template_of
 from tests.fixtures.shards import (
     KIMI_K25_CONFIG,
     apparent_and_real_size,

@@ -26,7 +26,8 @@ def test_sources_cover_every_remote_module_and_package() -> None:
     assert on_disk <= set(sources)
     assert set(sources) - on_disk == {"introspect"}  # the controller's __init__ is never shipped
     assert set(shipping.remote_packages()) == {"introspect", "introspect.remote", "introspect.remote.tasks",
-                                              "introspect.remote.facts"}
+                                              "introspect.remote.facts", "introspect.remote.facts.host",
+                                              "introspect.remote.facts.model", "introspect.remote.facts.tokenizer"}
     for task, (module, func) in runner.TASKS.items():
         assert module in sources, task
         names = {n.name for n in ast.parse(sources[module]).body if isinstance(n, ast.FunctionDef)}

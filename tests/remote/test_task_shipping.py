@@ -80,7 +80,7 @@ def test_a_module_left_out_is_caught(bare_python: str, tmp_path: Path) -> None:
     """The check above can fail: the model task without one of its modules reports the import error."""
     model = _model_dir(tmp_path)
     body = json.loads(shipping.envelope("model", _request(tmp_path, model), timeout=30))
-    del body["sources"]["introspect.remote.facts.header_scan"]
+    del body["sources"]["introspect.remote.facts.model.header_scan"]
     reply, stderr = _run(bare_python, json.dumps(body).encode() + b"\n", tmp_path)
     assert MISSING in json.dumps(reply) + stderr
 

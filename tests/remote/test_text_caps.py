@@ -4,8 +4,13 @@ error message carrying a whole file is cut; the profile says how big each really
 
 from __future__ import annotations
 
-from introspect.analysis.tokenizer import tokenizer_section
-from introspect.remote.facts.loaded_tokenizer import SAMPLE_CAP, TEMPLATE_TEXT_CAP, chat_template, sample
+from introspect.analysis.tokenizer.section import tokenizer_section
+from introspect.remote.facts.tokenizer.loaded_tokenizer import (
+    SAMPLE_CAP,
+    TEMPLATE_TEXT_CAP,
+    chat_template,
+    sample,
+)
 from introspect.remote.readers import sha256_text
 from introspect.remote.runner import MAX_ERROR_MESSAGE, cap_messages
 

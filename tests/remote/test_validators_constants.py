@@ -18,7 +18,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from introspect.analysis.architecture import analyze_architecture
+from introspect.analysis.architecture.section import analyze_architecture
 
 FAMILIES = Path(__file__).resolve().parents[1] / "data" / "families"
 

@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from introspect.remote.facts import added_tokens
+from introspect.remote.facts.tokenizer import added_tokens
 from introspect.remote.tasks import preflight, tokenizer
 
 tokenizers = pytest.importorskip("tokenizers")

@@ -21,10 +21,10 @@ import pytest
 from rich.console import Console
 
 from introspect.analysis.profile import build_profile
-from introspect.analysis.tokenizer import analyze_tokenizer
-from introspect.analysis.tokenizer_autotokenizer import MESSAGE_CAP, UNRECORDED
+from introspect.analysis.tokenizer.section import analyze_tokenizer
+from introspect.analysis.tokenizer.tokenizer_autotokenizer import MESSAGE_CAP, UNRECORDED
 from introspect.cli.render import tokenizer_section
-from introspect.remote.facts.tokenizer_load import classify_error
+from introspect.remote.facts.tokenizer.tokenizer_load import classify_error
 from introspect.remote.limits import LimitExceeded
 from tests.conftest import run_cli
 from tests.fixtures.tokenizer_layouts import build_layout, tok_venv

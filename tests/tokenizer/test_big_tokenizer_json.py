@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import json
 
-from introspect.remote.facts.tokenizer_files import collect_tokenizer_files
+from introspect.remote.facts.tokenizer.tokenizer_files import collect_tokenizer_files
 
 
 def _write(path, entries: int, pad: int) -> None:

@@ -24,11 +24,12 @@ import pytest
 from rich.console import Console
 
 from introspect.analysis.profile import build_profile
-from introspect.analysis.tokenizer import analyze_tokenizer
-from introspect.analysis.tokenizer_agreement import disagreements
+from introspect.analysis.tokenizer.section import analyze_tokenizer
+from introspect.analysis.tokenizer.tokenizer_agreement import disagreements
 from introspect.cli.render import tokenizer_section
-from introspect.remote.facts import added_tokens, files, listing, sentencepiece_model
-from introspect.remote.facts.tokenizer_files import collect_tokenizer_files
+from introspect.remote.facts.model import files, listing
+from introspect.remote.facts.tokenizer import added_tokens, sentencepiece_model
+from introspect.remote.facts.tokenizer.tokenizer_files import collect_tokenizer_files
 from tests.fixtures.tokenizer_layouts import build_layout, tok_venv, with_pinned_packages
 from tests.fixtures.venvs import make_venv
 from tests.tokenizer.conftest import MARK, REPO, probe_env

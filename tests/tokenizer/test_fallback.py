@@ -14,8 +14,8 @@ from typing import Any
 
 import pytest
 
-from introspect.analysis.tokenizer import analyze_tokenizer, config_vocab_size, facts_from_files
-from introspect.remote.facts.tokenizer_files import collect_tokenizer_files
+from introspect.analysis.tokenizer.section import analyze_tokenizer, config_vocab_size, facts_from_files
+from introspect.remote.facts.tokenizer.tokenizer_files import collect_tokenizer_files
 from tests.fixtures.kimi_model import build_kimi_model
 from tests.tokenizer.conftest import ProbeRunner
 

@@ -15,8 +15,8 @@ from typing import Any
 import pytest
 from tokenizers import Tokenizer, decoders, models, pre_tokenizers, processors, trainers
 
-from introspect.analysis.tokenizer import analyze_tokenizer
-from introspect.remote.facts.tokenizer_files import collect_tokenizer_files
+from introspect.analysis.tokenizer.section import analyze_tokenizer
+from introspect.remote.facts.tokenizer.tokenizer_files import collect_tokenizer_files
 from tests.tokenizer.conftest import ProbeRunner
 
 CHATML = (

@@ -17,13 +17,13 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from introspect.analysis.architecture import analyze_architecture
-from introspect.analysis.diff import diff_tokenizer
-from introspect.analysis.tokenizer import analyze_tokenizer
-from introspect.remote.facts.files import collect_files
-from introspect.remote.facts.sentencepiece_model import WireError, parse_model, summarize_model
-from introspect.remote.facts.tekken import summarize_tekken
-from introspect.remote.facts.tokenizer_files import collect_tokenizer_files
+from introspect.analysis.architecture.section import analyze_architecture
+from introspect.analysis.diff.document import diff_tokenizer
+from introspect.analysis.tokenizer.section import analyze_tokenizer
+from introspect.remote.facts.model.files import collect_files
+from introspect.remote.facts.tokenizer.sentencepiece_model import WireError, parse_model, summarize_model
+from introspect.remote.facts.tokenizer.tekken import summarize_tekken
+from introspect.remote.facts.tokenizer.tokenizer_files import collect_tokenizer_files
 from tests.fixtures.kimi_model import build_kimi_model
 from tests.fixtures.tokenizer_layouts import (
     LAYOUTS,
@@ -300,7 +300,7 @@ def test_corrupt_sentencepiece_is_an_error_record(tmp_path: Path, data: bytes) -
 
 
 def test_discover_lists_the_new_layouts(layout_dirs: dict[str, Path]) -> None:
-    from introspect.remote.facts.model_summary import is_model_dir, tokenizer_layout
+    from introspect.remote.facts.model.model_summary import is_model_dir, tokenizer_layout
 
     for layout, fmt in (("mistral-native-tekken", "tekken"), ("mistral-model.v3", "sentencepiece"),
                         ("sentencepiece-spiece.model", "sentencepiece")):
@@ -311,7 +311,7 @@ def test_discover_lists_the_new_layouts(layout_dirs: dict[str, Path]) -> None:
 
 def test_params_json_moe_and_mla_follow_vllm() -> None:
     """vllm/transformers_utils/configs/mistral.py: adapt_config_dict, _remap_moe_args."""
-    from introspect.remote.facts.native_config import to_hf_config
+    from introspect.remote.facts.model.native_config import to_hf_config
 
     base = {"dim": 4096, "n_layers": 32, "n_heads": 32, "n_kv_heads": 8, "hidden_dim": 14336, "vocab_size": 32000}
     mixtral = to_hf_config({**base, "moe": {"num_experts": 8, "num_experts_per_tok": 2}})

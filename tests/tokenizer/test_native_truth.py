@@ -21,11 +21,11 @@ from typing import Any
 
 import pytest
 
-from introspect.analysis.tokenizer_fallback import TOKENIZER_JSON_CLASS_SOURCE, facts_from_files
-from introspect.remote.facts import tokenizer_native_load
-from introspect.remote.facts.static_specials import scan_specials
-from introspect.remote.facts.tokenizer_files import collect_tokenizer_files
-from introspect.remote.facts.tokenizer_native_load import PARTIAL_COUNTS, load_native
+from introspect.analysis.tokenizer.tokenizer_fallback import TOKENIZER_JSON_CLASS_SOURCE, facts_from_files
+from introspect.remote.facts.tokenizer import tokenizer_native_load
+from introspect.remote.facts.tokenizer.static_specials import scan_specials
+from introspect.remote.facts.tokenizer.tokenizer_files import collect_tokenizer_files
+from introspect.remote.facts.tokenizer.tokenizer_native_load import PARTIAL_COUNTS, load_native
 from tests.tokenizer.conftest import ProbeRunner
 
 DATA = Path(__file__).resolve().parents[1] / "data" / "tokenizers"

@@ -23,13 +23,13 @@ from typing import Any
 import pytest
 
 from introspect.analysis.profile import build_profile
-from introspect.analysis.tokenizer_autotokenizer import OWN_MIN, SHARE, stand_in_reason
+from introspect.analysis.tokenizer.tokenizer_autotokenizer import OWN_MIN, SHARE, stand_in_reason
 from introspect.checks.health import check_tokenizer
 from introspect.checks.preflight import evaluate
 from introspect.cli.fix_lines import is_command
 from introspect.inventory import VenvEntry
-from introspect.remote.facts.files import collect_files
-from introspect.remote.facts.tokenizer_files import collect_tokenizer_files
+from introspect.remote.facts.model.files import collect_files
+from introspect.remote.facts.tokenizer.tokenizer_files import collect_tokenizer_files
 from tests.golden.cases import DATA, GOLDEN, config_raw
 from tests.tokenizer.conftest import probe_env
 

@@ -1,4 +1,4 @@
-"""Raw tokenizer facts from files (introspect.remote.facts.tokenizer_files), no transformers."""
+"""Raw tokenizer facts from files (introspect.remote.facts.tokenizer.tokenizer_files), no transformers."""
 
 from __future__ import annotations
 
@@ -18,9 +18,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from introspect.remote import contract
-from introspect.remote.facts.tiktoken import summarize_tiktoken_lines
-from introspect.remote.facts.tokenizer_files import collect_tokenizer_files
-from introspect.remote.facts.tokenizer_json import summarize_tokenizer_json
+from introspect.remote.facts.tokenizer.tiktoken import summarize_tiktoken_lines
+from introspect.remote.facts.tokenizer.tokenizer_files import collect_tokenizer_files
+from introspect.remote.facts.tokenizer.tokenizer_json import summarize_tokenizer_json
 from tests.fixtures.kimi_model import CHAT_TEMPLATE, KIMI_ADDED_TOKENS, NUM_RANKS, build_kimi_model
 
 REMOTE = Path(contract.__file__).parent
@@ -216,7 +216,7 @@ def test_a_canonical_file_is_summarised_in_c_as_line_by_line(rows: list[tuple[by
     """The whole-file fast path answers exactly what the per-line path answers, or leaves it to it."""
     import io
 
-    from introspect.remote.facts.tiktoken import _canonical_summary
+    from introspect.remote.facts.tokenizer.tiktoken import _canonical_summary
 
     data = b"".join(token + sep + rank + end for token, rank, sep, end in rows)
     fast = _canonical_summary(data)
@@ -227,7 +227,7 @@ def test_a_canonical_file_is_summarised_in_c_as_line_by_line(rows: list[tuple[by
 def test_a_real_sized_canonical_file_takes_the_fast_path(tmp_path: Path) -> None:
     import io
 
-    from introspect.remote.facts.tiktoken import _canonical_summary, summarize_tiktoken_file
+    from introspect.remote.facts.tokenizer.tiktoken import _canonical_summary, summarize_tiktoken_file
 
     data = b"".join(base64.b64encode(i.to_bytes(3, "big")) + b" %d\n" % i for i in range(5000))
     (tmp_path / "tiktoken.model").write_bytes(data)
@@ -295,7 +295,7 @@ def test_tokenizer_json_summary_shapes() -> None:
 def test_remote_modules_are_python38_stdlib_only() -> None:
     """The remote side ships to hosts with Python 3.8 and nothing installed."""
     names = sorted(str(p.relative_to(REMOTE)) for p in REMOTE.rglob("*.py"))
-    assert {"facts/tokenizer_files.py", "tasks/tokenizer.py"} <= set(names)
+    assert {"facts/tokenizer/tokenizer_files.py", "tasks/tokenizer.py"} <= set(names)
     for name in names:
         source = (REMOTE / name).read_text()
         tree = ast.parse(source, feature_version=(3, 8))
@@ -330,7 +330,7 @@ def test_remote_modules_run_on_python38(kimi_model: Path) -> None:
         pytest.skip("no Python 3.8 interpreter on this machine")
     code = (
         "import json, sys\n"
-        "from introspect.remote.facts.tokenizer_files import collect_tokenizer_files\n"
+        "from introspect.remote.facts.tokenizer.tokenizer_files import collect_tokenizer_files\n"
         "from introspect.remote.tasks.tokenizer import run\n"
         "facts, errors = collect_tokenizer_files(sys.argv[1], json_cap=1 << 24)\n"
         "probe = run({'model_path': sys.argv[1], 'trust_remote_code': True, 'sample': True})\n"
@@ -361,7 +361,7 @@ def test_reserved_ids_are_found_through_a_package_relative_import(tmp_path: Path
 
 def test_a_reference_with_two_repo_separators_is_unusable_everywhere(tmp_path: Path) -> None:
     """transformers splits "repo--module.Class" once; with two separators neither section follows it."""
-    from introspect.remote.facts.files import collect_files
+    from introspect.remote.facts.model.files import collect_files
 
     ref = "org/a--org/b--tokenization_x.XTokenizer"
     (tmp_path / "tokenizer_config.json").write_text(json.dumps({"auto_map": {"AutoTokenizer": ref}}))
@@ -374,7 +374,7 @@ def test_a_reference_with_two_repo_separators_is_unusable_everywhere(tmp_path: P
 
 def test_a_constant_from_a_sub_package_resolves_to_the_file_the_files_section_follows(tmp_path: Path) -> None:
     """``from .consts import N`` with consts a package: both sections read consts/__init__.py."""
-    from introspect.remote.facts.files import collect_files
+    from introspect.remote.facts.model.files import collect_files
 
     (tmp_path / "tokenizer_config.json").write_text(
         json.dumps({"auto_map": {"AutoTokenizer": ["tokenization_x.XTokenizer", None]}}))

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from introspect.remote.facts.tokenizer_load import classify_error, dist_name
+from introspect.remote.facts.tokenizer.tokenizer_load import classify_error, dist_name
 from tests.fixtures.kimi_model import KIMI_ADDED_TOKENS, build_kimi_model
 from tests.tokenizer.conftest import ProbeRunner, run_probe
 

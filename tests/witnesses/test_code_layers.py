@@ -1,6 +1,6 @@
 """Each built layer's mixer, classified by its tensors and projection widths (pure; no torch).
 
-The mixer descriptions below are what introspect/remote/facts/model_code_layers.py reports for
+The mixer descriptions below are what introspect/remote/facts/model/model_code_layers.py reports for
 the named transformers 5.24 classes (the shapes of their default configs, smaller where noted).
 """
 
@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 
-from introspect.analysis.code_layers import code_layers, kv_elements, mixer_kind
-from introspect.analysis.code_settle import generic_kinds, settle_layers_from_code
+from introspect.analysis.architecture.code_layers import code_layers, kv_elements, mixer_kind
+from introspect.analysis.architecture.code_settle import generic_kinds, settle_layers_from_code
 
 
 def mixer(cls: str, kind: str = "attention", outputs: dict[str, int] | None = None,

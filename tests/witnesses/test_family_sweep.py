@@ -43,7 +43,7 @@ SETTLED = ("layers.kinds", "layers.pure_attention", "kv_cache.bytes_per_token")
 COUNTS = ("params.total", "layers.count")
 
 # Where the meta profile does not settle the layer kinds and KV cache from the built model yet
-# (analysis/code_settle.py: every layer's mixer must be identified; `layers.settled_by` stays unset):
+# (analysis/architecture/code_settle.py: every layer's mixer must be identified; `layers.settled_by` stays unset):
 PENDING_SETTLED: dict[str, str] = {}
 # Where the truth itself is off: the config class's own layer_types disagree with the kinds the
 # analysis read off the built model.

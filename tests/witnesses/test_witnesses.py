@@ -86,7 +86,7 @@ def test_weights_against_the_code() -> None:
     raw["safetensors"] = None
     profile = build_profile(raw)
     assert profile["architecture"]["params"]["sources"]["weights"] is None
-    from introspect.analysis.witnesses import _params_disagreements
+    from introspect.analysis.architecture.witnesses import _params_disagreements
 
     found = _params_disagreements(None, profile["architecture"]["params"]["sources"]["model_code"],
                                   {"total": stored})

@@ -6,9 +6,9 @@ import shlex
 from collections.abc import Mapping
 from typing import Any
 
-from introspect.analysis.added_tokens import AddedTokensVerdict, judge_added_tokens
 from introspect.analysis.list_caps import list_totals
-from introspect.analysis.tokenizer_autotokenizer import stand_in_fix
+from introspect.analysis.tokenizer.added_tokens import AddedTokensVerdict, judge_added_tokens
+from introspect.analysis.tokenizer.tokenizer_autotokenizer import stand_in_fix
 from introspect.checks.preflight.common import (
     SHOWN,
     Check,

@@ -1,8 +1,8 @@
 """Remote task "discover": every model directory on the host, and file hashes of one.
 
 Runs on the host under its own interpreter: standard library only, Python 3.8+.
-The walk is :mod:`introspect.remote.facts.discovery`, one directory's summary
-:mod:`introspect.remote.facts.model_summary`, the hashes :mod:`introspect.remote.facts.hashes`.
+The walk is :mod:`introspect.remote.facts.model.discovery`, one directory's summary
+:mod:`introspect.remote.facts.model.model_summary`, the hashes :mod:`introspect.remote.facts.model.hashes`.
 Nothing here raises to the caller: unreadable dirs, symlink loops, broken configs
 become error records ``{"probe": "discover", "type", "message", "path"?}``.
 
@@ -30,7 +30,7 @@ Result::
                "drafter": null | {"signals", "target", "target_key"}}
 
 Request (mode "hashes")``{"mode": "hashes", "model_path", "json_cap"}`` -> ``{"hashes": ..., "errors"}``,
-see :func:`introspect.remote.facts.hashes.collect_hashes`.
+see :func:`introspect.remote.facts.model.hashes.collect_hashes`.
 """
 
 from __future__ import annotations
@@ -51,9 +51,9 @@ from ..contract import (
     HashesReply,
     error_record,
 )
-from ..facts import hf_cache
-from ..facts.discovery import Discovery, scan_hf_cache
-from ..facts.hashes import collect_hashes
+from ..facts.model import hf_cache
+from ..facts.model.discovery import Discovery, scan_hf_cache
+from ..facts.model.hashes import collect_hashes
 from ..readers import os_error
 
 PROBE = "discover"

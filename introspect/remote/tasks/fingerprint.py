@@ -9,7 +9,7 @@ from __future__ import annotations
 from typing import Any, Dict
 
 from ..contract import Fingerprint
-from ..facts.fingerprint import compute
+from ..facts.model.fingerprint import compute
 
 
 def run(request: Dict[str, Any]) -> Fingerprint:

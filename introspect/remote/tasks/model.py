@@ -23,17 +23,9 @@ from ..contract import (
     ModelReply,
     error_record,
 )
-from ..facts import (
-    drafters,
-    engines,
-    environment,
-    files,
-    fingerprint,
-    gpus,
-    hashes,
-    safetensors,
-    tokenizer_files,
-)
+from ..facts.host import engines, environment, gpus
+from ..facts.model import drafters, files, fingerprint, hashes, safetensors
+from ..facts.tokenizer import tokenizer_files
 
 Collector = Callable[[], Tuple[Any, List[ErrorRecord]]]
 

@@ -53,10 +53,10 @@ import time
 from typing import Any, Callable, Dict, Iterator, List, Optional, Tuple
 
 from ..facts import load_guard
-from ..facts.model_code_config import config_dict, load_config
-from ..facts.model_code_count import count_components, decoder_layers, one_expert
-from ..facts.model_code_layers import config_attrs, experts_per_token, layer_runs, text_config
-from ..facts.tokenizer_load import classify_error, short
+from ..facts.model.model_code_config import config_dict, load_config
+from ..facts.model.model_code_count import count_components, decoder_layers, one_expert
+from ..facts.model.model_code_layers import config_attrs, experts_per_token, layer_runs, text_config
+from ..facts.tokenizer.tokenizer_load import classify_error, short
 from ..readers import json_safe
 
 # Auto classes tried in turn: causal LMs, then VLM wrappers, then the bare backbone.

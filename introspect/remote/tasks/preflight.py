@@ -50,21 +50,22 @@ from ..contract import (
     PreflightReply,
     error_record,
 )
-from ..facts import added_tokens, load_guard
-from ..facts.chat_template import describe_template, render_all
-from ..facts.configs import vocab_and_eos
-from ..facts.decode_sweep import decode_sweep
-from ..facts.disk_space import check_disk
-from ..facts.endpoint import check_endpoint
+from ..facts import load_guard
 from ..facts.guards import safe_get
-from ..facts.loaded_tokenizer import SPECIAL_ATTRIBUTES, named_token
-from ..facts.loss_masks import check_masks
-from ..facts.mask_token import mask_token
-from ..facts.packages import check_packages
+from ..facts.host.disk_space import check_disk
+from ..facts.host.endpoint import check_endpoint
+from ..facts.host.packages import check_packages
+from ..facts.model.configs import vocab_and_eos
 from ..facts.paths import resolve_path
-from ..facts.tokenizer_code import declared_classes
-from ..facts.tokenizer_load import classify_error
-from ..facts.turn_markers import find_markers
+from ..facts.tokenizer import added_tokens
+from ..facts.tokenizer.chat_template import describe_template, render_all
+from ..facts.tokenizer.decode_sweep import decode_sweep
+from ..facts.tokenizer.loaded_tokenizer import SPECIAL_ATTRIBUTES, named_token
+from ..facts.tokenizer.loss_masks import check_masks
+from ..facts.tokenizer.mask_token import mask_token
+from ..facts.tokenizer.tokenizer_code import declared_classes
+from ..facts.tokenizer.tokenizer_load import classify_error
+from ..facts.tokenizer.turn_markers import find_markers
 from ..readers import json_safe
 
 PROBE = "preflight"

@@ -3,7 +3,7 @@
 Standard library only, Python 3.8+. Request :class:`~introspect.remote.contract.ResolveRequest`
 (``{"spec": "org/name[@REV]", "cache_dir": optional}``), reply
 :class:`~introspect.remote.contract.ResolveReply`; the cache is read by
-:mod:`introspect.remote.facts.hf_cache`.
+:mod:`introspect.remote.facts.model.hf_cache`.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ import os
 from typing import Any, Dict, List, Optional
 
 from ..contract import ErrorRecord, ResolveReply, error_record
-from ..facts import hf_cache
+from ..facts.model import hf_cache
 
 PROBE = "hf_cache"  # what the errors are about: the cache
 

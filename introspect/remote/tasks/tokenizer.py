@@ -51,12 +51,19 @@ import time
 from typing import Any, Callable, Dict, Optional, Tuple, cast
 
 from ..contract import DEFAULT_JSON_CAP, TokenizerProbe
-from ..facts import added_tokens, load_guard
-from ..facts.loaded_tokenizer import SPECIAL_ATTRIBUTES, chat_template, named_token, sample, with_total
-from ..facts.loaded_tokenizer import added_tokens as added_list
-from ..facts.tokenizer_load import classify_error, short
-from ..facts.tokenizer_native_load import fall_back_to_native
-from ..facts.tokenizer_size_guard import too_large_error
+from ..facts import load_guard
+from ..facts.tokenizer import added_tokens
+from ..facts.tokenizer.loaded_tokenizer import (
+    SPECIAL_ATTRIBUTES,
+    chat_template,
+    named_token,
+    sample,
+    with_total,
+)
+from ..facts.tokenizer.loaded_tokenizer import added_tokens as added_list
+from ..facts.tokenizer.tokenizer_load import classify_error, short
+from ..facts.tokenizer.tokenizer_native_load import fall_back_to_native
+from ..facts.tokenizer.tokenizer_size_guard import too_large_error
 from ..readers import json_safe
 
 # Ids of added_tokens_decoder checked both ways and decoded (three calls each, every item shipped):

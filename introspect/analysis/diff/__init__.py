@@ -1,0 +1,1 @@
+"""Profiles side by side: diff of two, compare of many."""

@@ -1,0 +1,1 @@
+"""Serving: engines, GPUs, the memory and parallelism plan, the drafter plan."""

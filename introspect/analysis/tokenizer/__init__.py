@@ -1,0 +1,1 @@
+"""The tokenizer section: AutoTokenizer's verdict, loaded facts, the files fallback and their findings."""

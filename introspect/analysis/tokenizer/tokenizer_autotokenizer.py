@@ -1,0 +1,260 @@
+"""Did ``AutoTokenizer.from_pretrained(dir, trust_remote_code=...)`` itself load, in that venv?
+
+The remote tokenizer task (introspect/remote/tasks/tokenizer.py) sets ``loaded`` also when
+transformers failed and the layout's own library (tiktoken, sentencepiece, mistral-common)
+loaded the files instead; it then records that library in ``source`` and transformers'
+error in ``transformers_error``. A data-generation pipeline calls AutoTokenizer, so every
+verdict about the pipeline (the profile's exit code, ``health``, the history) judges this.
+
+The profile states it in two blocks of the tokenizer section (pure, from the raw result):
+
+* ``autotokenizer``: ``ok`` (null when no load ran, with ``reason``), the exception's
+  ``type``, ``cause`` (the remote classes of introspect/remote/facts/tokenizer/tokenizer_load.py),
+  ``missing_packages``, ``message`` (at most :data:`MESSAGE_CAP` characters, ``message_chars``
+  its whole length, ``message_truncated``) and ``fix`` (a command, or a ``# comment``);
+* ``native``, only when the layout's library loaded it: ``loaded_by``, ``read`` (the files it
+  read), ``partial`` (facts it gave only in part: specials defined in code, ``len``) and
+  ``unknown`` (facts the library has no notion of and did not give; the section takes those
+  from the files). ``read`` / ``partial`` are null for raw facts of a probe that did not record them.
+
+A load can succeed and still be no tokenizer: AutoTokenizer builds a *stand-in* in a directory
+without tokenizer files (:func:`stand_in_reason`). The block then says ``stand_in: true`` with
+``stand_in_reason``; ``ok`` stays what AutoTokenizer did. ``health``, ``preflight`` and the
+profile judge it with the same function.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import shlex
+from collections.abc import Mapping
+from typing import Any
+
+from introspect.analysis.findings import Finding, Severity, pip_fix
+from introspect.analysis.tokenizer.tokenizer_limits import _probe_command, load_limit_finding
+from introspect.remote.contract import as_dict
+
+# The remote side cuts a message at the same length (remote/facts/tokenizer/tokenizer_load.py MAX_MESSAGE).
+MESSAGE_CAP = 2000
+NOT_RUN = "no tokenizer load ran (probe --no-tokenizer), or its result did not come back"
+# Facts a layout library has no notion of: a null from it is "unknown", not "none". tiktoken.Encoding
+# takes a name, a split pattern, ranks and specials, nothing else
+# (https://github.com/openai/tiktoken/blob/0.14.0/tiktoken/core.py#L17-L24): its named tokens are
+# known only where the model's code names them; sentencepiece and mistral_common's Tekkenizer name
+# bos/eos/pad/unk ids but no mask token
+# (https://github.com/mistralai/mistral-common/blob/v1.13.1/src/mistral_common/tokens/tokenizers/tekken.py#L436-L454);
+# none of them, nor a bare tokenizers.Tokenizer, carries the chat template (transformers reads it
+# from the configs and template files).
+NATIVE_UNKNOWN: dict[str, tuple[str, ...]] = {
+    "tiktoken": ("bos", "eos", "pad", "unk", "mask", "chat_template"),
+    "sentencepiece": ("mask", "chat_template"),
+    "mistral_common": ("mask", "chat_template"),
+    "tokenizers": ("chat_template",),
+}
+NAMED = ("bos", "eos", "pad", "unk", "mask")
+UNRECORDED = "this probe did not record which files the library read or what it gave only in part (an older introspect)"
+
+# The stand-in. In a directory without tokenizer files transformers v5 still "loads" a tokenizer:
+# AutoTokenizer picks the class from config.json's model_type
+# (https://github.com/huggingface/transformers/blob/v5.24.0/src/transformers/models/auto/tokenization_auto.py#L1006-L1015),
+# each missing file resolves to None without an error
+# (https://github.com/huggingface/transformers/blob/v5.24.0/src/transformers/tokenization_utils_base.py#L1739-L1776),
+# and the class fills in a default vocabulary of its special tokens: Qwen2's {"<|endoftext|>": 0}
+# (https://github.com/huggingface/transformers/blob/v5.24.0/src/transformers/models/qwen2/tokenization_qwen2.py#L53-L59),
+# GPT-NeoX's 2
+# (https://github.com/huggingface/transformers/blob/v5.24.0/src/transformers/models/gpt_neox/tokenization_gpt_neox.py#L113),
+# Gemma's 5
+# (https://github.com/huggingface/transformers/blob/v5.24.0/src/transformers/models/gemma/tokenization_gemma.py#L70-L77),
+# plus tokenizer_config.json's added tokens at new ids. Classes without such a default raise instead
+# (https://github.com/huggingface/transformers/blob/v5.24.0/src/transformers/tokenization_utils_tokenizers.py#L420-L426).
+# Two tests, each far from any real tokenizer (measured with transformers 5.24.0 on a config-only
+# directory of every model type whose AutoTokenizer loads there: 165):
+# * OWN_MIN: its own vocabulary (tokens neither added nor named specials). The stand-ins have 0 to
+#   2 (T5's 104 tokens are 103 added extra ids plus one piece); the classes that read no file by
+#   design have 27 (ESM-C's protein alphabet), 253-256 (Dia's and Perceiver's bytes), 1114108
+#   (CANINE's code points); a DNA character tokenizer has 4 (A, C, G, T).
+# * SHARE: its length below 1/SHARE of config.json's vocab_size. The stand-ins have 1 to 207 tokens
+#   for vocabularies of 32000 and more; a real tokenizer fills nearly all of its embedding (Qwen3:
+#   151669 tokens for 151936 rows; the smallest in tests/data, tortoise-tts, 255 tokens for 256).
+# "No tokenizer file in the directory" alone does not decide: CANINE, Perceiver, Dia and ESM-C
+# load from none by design. It is named in the reason when the listing shows it.
+OWN_MIN = 4
+SHARE = 100
+# What a tokenizer reads its vocabulary from, by name (the layouts of
+# introspect/remote/facts/tokenizer/tokenizer_vocab_files.py plus the BPE/WordPiece text files).
+VOCAB_FILES = ("tokenizer.json", "tekken.json", "vocab.json", "vocab.txt", "merges.txt", "bpe.codes",
+               "*.model", "*.model.v*", "*.tiktoken", "*.vocab", "*.spm")
+
+
+def autotokenizer_loaded(result: Mapping[str, Any] | None) -> bool | None:
+    """True / False for a tokenizer task result; None when the task did not report."""
+    if not isinstance(result, Mapping) or "loaded" not in result:
+        return None
+    native = isinstance(result.get("source"), str) or result.get("transformers_error") is not None
+    return bool(result.get("loaded")) and not native
+
+
+def autotokenizer_error(result: Mapping[str, Any] | None) -> dict[str, Any]:
+    """transformers' classified error: ``transformers_error`` after a native load, else ``error``."""
+    result = as_dict(result)
+    native = as_dict(result.get("transformers_error"))
+    return native or as_dict(result.get("error"))
+
+
+def autotokenizer_block(probe: Any, target: dict[str, Any], remote_code_allowed: bool,
+                        stand_in: str | None = None) -> dict[str, Any]:
+    """The ``tokenizer.autotokenizer`` block (see the module docstring); ``stand_in``: the
+    reason from :func:`stand_in_reason` when the tokenizer it loaded is one."""
+    probe = probe if isinstance(probe, dict) else None
+    ok = autotokenizer_loaded(probe)
+    error = autotokenizer_error(probe) if ok is False else {}
+    message = error.get("message") if isinstance(error.get("message"), str) else None
+    chars, truncated = _message_size(message, error.get("message_chars"))
+    return {
+        "ok": ok,
+        "reason": NOT_RUN if ok is None else None,
+        "trust_remote_code": remote_code_allowed,
+        "class": probe.get("class") if ok and probe else None,
+        "transformers_version": probe.get("transformers_version") if probe else None,
+        "type": error.get("type"),
+        "cause": error.get("cause"),
+        "missing_packages": _packages(error),
+        "message": message if message is None or len(message) <= MESSAGE_CAP else message[: MESSAGE_CAP - 3] + "...",
+        "message_chars": chars,
+        "message_truncated": truncated,
+        "fix": autotokenizer_fix(error, target, native_block(probe)) if ok is False else None,
+        # Judged only where AutoTokenizer loaded something.
+        "stand_in": stand_in is not None if ok else None,
+        "stand_in_reason": stand_in,
+    }
+
+
+def _message_size(message: str | None, recorded: Any) -> tuple[int | None, bool]:
+    """(the whole message's length, whether the block shows less of it)."""
+    if message is None:
+        return None, False
+    if isinstance(recorded, int) and not isinstance(recorded, bool):
+        return recorded, recorded > min(len(message), MESSAGE_CAP)
+    if len(message) >= MESSAGE_CAP and message.endswith("..."):
+        return None, True  # an older probe cut it at MESSAGE_CAP and kept no length
+    return len(message), len(message) > MESSAGE_CAP
+
+
+def _packages(error: dict[str, Any]) -> list[str]:
+    return [p for p in error.get("missing_packages") or [] if isinstance(p, str) and p]
+
+
+def autotokenizer_fix(error: dict[str, Any], target: dict[str, Any], native: dict[str, Any] | None) -> str:
+    """What makes AutoTokenizer load: a command where one exists, else a ``# comment``."""
+    packages = _packages(error)
+    if packages:  # one command for all of them, as pip_fix spells it for this target
+        return " ".join([pip_fix(target, packages[0]), *(pip_fix(target, p).rsplit(" ", 1)[1] for p in packages[1:])])
+    cause = error.get("cause")
+    model = target.get("model_path") or "the model directory"
+    if cause in ("too-large", "memory-limit"):
+        return str(load_limit_finding(error, "the tokenizer", target).fix)
+    if cause == "time-limit":
+        return _probe_command(target, "--timeout", "600") + "  # only if the load is slow rather than stuck"
+    prose = {
+        "missing-files": f"check that the tokenizer files in {model} are complete (tokenizer_config.json and the vocab file)",
+        "incompatible-code": "the model's tokenizer code does not match this transformers version: "
+                             "update the code files or pin transformers",
+        "remote-code-refused": "allow remote code for this target (it is needed to load this tokenizer)",
+        "link-outside": f"replace each link with the model's own file in {model}: links out of it are never followed",
+    }.get(str(cause))
+    if prose is None and native is not None:
+        prose = (f"transformers raised {error.get('type')} on these files and {native['loaded_by']} reads them: "
+                 "a pipeline that calls AutoTokenizer needs them converted (e.g. to tokenizer.json) or another loader")
+    if prose is None:
+        prose = (f"AutoTokenizer raised {error.get('type')}: see tokenizer.autotokenizer.message "
+                 "(probe --save-raw FILE keeps its traceback)")
+    return f"# {prose}"
+
+
+def native_block(probe: Any) -> dict[str, Any] | None:
+    """The ``tokenizer.native`` block; None unless the layout's own library loaded the files."""
+    if not isinstance(probe, dict) or not probe.get("loaded") or not isinstance(probe.get("source"), str):
+        return None
+    source = probe["source"]
+    read, partial = _names(probe.get("read")), _names(probe.get("partial"))
+    return {
+        "loaded_by": source,
+        "class": probe.get("class"),
+        "read": read,
+        "partial": partial,
+        # What the library could not say: the section takes these from the files.
+        "unknown": [f for f in NATIVE_UNKNOWN.get(source, NAMED + ("chat_template",)) if probe.get(f) is None],
+        "note": UNRECORDED if read is None or partial is None else None,
+    }
+
+
+def _names(value: Any) -> list[str] | None:
+    """A recorded list of names; None when the probe did not record it."""
+    if not isinstance(value, list):
+        return None
+    return [str(v) for v in value if isinstance(v, str)]
+
+
+def unreported_failure(block: dict[str, Any], probe: Any, where: str) -> list[Finding]:
+    """The error for a load that failed without a classified error (a damaged or partial raw result)."""
+    if block.get("ok") is not False or autotokenizer_error(probe) or native_block(probe) is not None:
+        return []  # a classified error has its own finding, a native load too (tokenizer_agreement.native_load)
+    return [Finding(Severity.ERROR, "tokenizer-load-failed",
+                    f"AutoTokenizer did not load the tokenizer in {where}, and the probe recorded no error",
+                    "# probe again with --save-raw FILE and read tokenizer_probe in it")]
+
+
+def _int(value: Any) -> int | None:
+    return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def stand_in_reason(facts: Mapping[str, Any] | None, *, config_vocab: Any = None,
+                    backing: list[str] | None = None) -> str | None:
+    """Why a tokenizer AutoTokenizer loaded is a stand-in (see OWN_MIN, SHARE), or None.
+
+    ``facts``: the loaded tokenizer's facts (the tokenizer task's result, or preflight's tokenizer
+    section): ``len``, ``added_tokens`` (a count), ``special_tokens``, bos/eos/pad/unk/mask.
+    ``config_vocab``: config.json's vocab_size when known; ``backing``: the vocabulary files in
+    the model directory (:func:`backing_files`), None when not listed.
+    """
+    facts = facts if isinstance(facts, Mapping) else {}
+    length = _int(facts.get("len"))
+    if length is None:
+        return None
+    special = {_int(as_dict(facts.get(k)).get("id")) for k in NAMED}
+    special |= {_int(as_dict(t).get("id")) for t in facts.get("special_tokens") or []}
+    special.discard(None)
+    added = max(_int(facts.get("added_tokens")) or 0, len(special))
+    vocab = _int(config_vocab)
+    reasons = []
+    if length - added < OWN_MIN:
+        reasons.append(f"len(tokenizer) {length}, {added} of them added or special: no vocabulary of its own")
+    if vocab is not None and length * SHARE < vocab:
+        reasons.append(f"len(tokenizer) {length} is below 1/{SHARE} of config.json's vocab_size {vocab}")
+    if not reasons:
+        return None
+    if backing == []:
+        reasons.append("the model directory has no tokenizer file (tokenizer.json, tokenizer.model, "
+                       "vocab.json, *.tiktoken, tekken.json, ...)")
+    return "; ".join(reasons)
+
+
+def backing_files(model_files: Any) -> list[str] | None:
+    """Names in the model directory's listing a tokenizer reads its vocabulary from; None when the
+    listing is missing or cut (then nothing can be said about an absent file)."""
+    files = as_dict(model_files)
+    listing = files.get("listing")
+    if files.get("status") != "ok" or files.get("listing_truncated") or not isinstance(listing, list):
+        return None
+    names = [str(as_dict(row).get("name")) for row in listing if as_dict(row).get("kind") == "file"]
+    return [n for n in names if any(fnmatch.fnmatchcase(n, p) for p in VOCAB_FILES)]
+
+
+def stand_in_fix(model: Any, then: str = "probe again") -> str:
+    """The fix of a stand-in: the directory to fill, with what to copy into it as a comment."""
+    what = ("the tokenizer files of the model this checkpoint was trained from (tokenizer.json, "
+            "tokenizer_config.json, chat_template.jinja, and tokenizer.model / vocab.json + merges.txt / "
+            "*.tiktoken where it has them)")
+    if not model:
+        return f"# copy {what} into the model directory, then {then}"
+    return f"ls -la {shlex.quote(str(model))}  # copy {what} into it, then {then}"

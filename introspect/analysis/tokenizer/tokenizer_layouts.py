@@ -1,0 +1,154 @@
+"""Fallback facts for the layouts transformers' files do not describe (pure, no I/O).
+
+``introspect.analysis.tokenizer.tokenizer_fallback.facts_from_files`` covers tokenizer.json and tiktoken
+with tokenizer_config.json; this module fills in what the raw files give for:
+
+* sentencepiece (``tokenizer.model``, ``spiece.model``, ``*.model.v*``): vocab_size =
+  len = the piece count (``SentencePieceProcessor.vocab_size()``); bos/eos/pad/unk by
+  sentencepiece's rule (trainer spec pieces of CONTROL / UNKNOWN type); specials = the
+  CONTROL and UNKNOWN pieces. With a tokenizer_config.json the named tokens come from it
+  (resolved against the pieces) and len counts added tokens past the pieces, as for
+  tokenizer.json. Class: ``SentencePieceTokenizer`` (mistral_common) for Mistral's
+  ``tokenizer.model.v*``, else ``SentencePieceProcessor``.
+* Mistral tekken (``tekken.json``): mistral_common's ``Tekkenizer``: vocab_size = len =
+  default_vocab_size, specials = ids 0..num_special-1, bos/eos/pad/unk by name.
+* tiktoken whose class lists its specials in code (Meta's Llama-3 ``Tokenizer``): the
+  named list then the index placeholders fill ``base .. base + count - 1``; a dict
+  literal gives explicit ids. vocab_size = len = base + the specials.
+* class when tokenizer_config.json has none: the auto_map class, else the layout's.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from introspect.remote.contract import as_dict
+
+NAMED = ("bos", "eos", "pad", "unk")
+LAYOUT_CLASS = {"tekken": "Tekkenizer", "sentencepiece": "SentencePieceProcessor", "tiktoken": "Encoding"}
+MISTRAL_SP_CLASS = "SentencePieceTokenizer"
+
+
+def refine(files: dict[str, Any], facts: dict[str, Any], added_ids: list[int]) -> None:
+    """Fill ``facts`` (from facts_from_files) for the layouts above, in place.
+
+    Raw facts from before these layouts were read (no ``vocab_choice``) are left as
+    they were, so saved profiles rebuild unchanged.
+    """
+    choice = as_dict(files.get("vocab_choice"))
+    if not choice:
+        return
+    facts["vocab"]["choice"] = choice
+    tok_json = as_dict(files.get("tokenizer_json"))
+    kind = choice.get("kind")
+    if facts.get("class") is None:
+        facts["class"], facts["vocab"]["class_source"] = _class(files, choice)
+    else:
+        facts["vocab"]["class_source"] = "tokenizer_config.json"
+    if isinstance(tok_json.get("vocab_size"), int):
+        return  # tokenizer.json describes the vocabulary; it wins, as in transformers
+    if kind == "tekken":
+        _tekken(as_dict(files.get("tekken")), facts)
+    elif kind == "sentencepiece":
+        entry = _entry(files.get("sentencepiece"), choice.get("file"))
+        _sentencepiece(entry, files, facts, added_ids)
+    elif kind == "tiktoken":
+        static = as_dict(as_dict(files.get("remote_code")).get("static"))
+        _declared_specials(static, facts)
+
+
+def _class(files: dict[str, Any], choice: dict[str, Any]) -> tuple[str | None, str | None]:
+    remote = as_dict(files.get("remote_code"))
+    for side in ("slow", "fast"):
+        ref = as_dict(remote.get(side))
+        if isinstance(ref.get("class"), str) and ref.get("class"):
+            return ref["class"], f"auto_map ({remote.get('auto_map_source')})"
+    kind, file = choice.get("kind"), str(choice.get("file") or "")
+    if kind == "sentencepiece" and ".model.v" in file:
+        return MISTRAL_SP_CLASS, f"layout ({file})"
+    if kind in LAYOUT_CLASS:
+        return LAYOUT_CLASS[kind], f"layout ({file})"
+    return None, None
+
+
+def _tekken(tekken: dict[str, Any], facts: dict[str, Any]) -> None:
+    if not isinstance(tekken.get("vocab_size"), int):
+        return
+    facts.update(vocab_size=tekken["vocab_size"], len=tekken["vocab_size"])
+    facts["special_tokens"] = [{"token": t.get("token"), "id": t.get("id")}
+                               for t in tekken.get("special_tokens") or [] if isinstance(t, dict)]
+    for attr in NAMED:
+        if facts.get(attr) is None or facts[attr].get("id") is None:
+            facts[attr] = tekken.get(attr)
+    facts["vocab"].update(kind="tekken", vocab_file=tekken.get("file"), base=tekken.get("inner_vocab_size"),
+                          vocab_size=tekken["vocab_size"], len=tekken["vocab_size"],
+                          reserved=tekken.get("default_num_special_tokens"), reserved_start=0,
+                          version=tekken.get("version"))
+
+
+def _sentencepiece(entry: dict[str, Any], files: dict[str, Any], facts: dict[str, Any], added_ids: list[int]) -> None:
+    pieces = entry.get("pieces")
+    if not isinstance(pieces, int):
+        return
+    length = pieces + sum(1 for i in added_ids if i >= pieces)
+    facts.update(vocab_size=pieces, len=length)
+    facts["vocab"].update(kind="sentencepiece", vocab_file=entry.get("file"), base=pieces, vocab_size=pieces,
+                          len=length, model_type=entry.get("model_type"))
+    found = as_dict(entry.get("lookup"))
+    config = as_dict(files.get("tokenizer_config"))
+    for attr in NAMED:
+        current = facts.get(attr)
+        token = current.get("token") if isinstance(current, dict) else None
+        if isinstance(current, dict) and isinstance(token, str) and current.get("id") is None \
+                and isinstance(found.get(token), int):
+            facts[attr] = {"token": token, "id": found[token]}
+        elif current is None and not config:
+            facts[attr] = entry.get(attr)
+    if not config:
+        facts["special_tokens"] = [{"token": p.get("token"), "id": p.get("id")}
+                                   for p in entry.get("special_pieces") or []
+                                   if isinstance(p, dict) and p.get("type") in ("control", "unknown")]
+        # The remote reader ships at most MAX_LISTED_PIECES pieces; the type counts are of all of them.
+        counts = as_dict(entry.get("types"))
+        total = sum(n for kind, n in counts.items() if kind in ("control", "unknown") and isinstance(n, int))
+        facts["special_tokens_total"] = max(total, len(facts["special_tokens"]))
+        facts["special_tokens_truncated"] = facts["special_tokens_total"] > len(facts["special_tokens"])
+
+
+def _declared_specials(static: dict[str, Any], facts: dict[str, Any]) -> None:
+    """Meta's layout: a named list, then index placeholders, after the base ranks."""
+    vocab = facts["vocab"]
+    base = vocab.get("base")
+    named = static.get("named_specials")
+    ids = as_dict(static.get("special_token_ids"))
+    if not isinstance(base, int) or (not isinstance(named, list) and not ids):
+        return
+    reserved = as_dict(static.get("reserved"))
+    table: dict[int, str] = {}
+    if isinstance(named, list):
+        count: int = reserved["count"] if isinstance(reserved.get("count"), int) else len(named)
+        placeholder = as_dict(static.get("placeholder"))
+        template, offset = placeholder.get("template"), placeholder.get("offset") or 0
+        for index in range(count):
+            if index < len(named):
+                table[base + index] = named[index]
+            elif isinstance(template, str) and placeholder.get("mode") == "index":
+                table[base + index] = template.replace("{id}", str(offset + index - len(named)))
+    for token, token_id in ids.items():
+        if isinstance(token_id, int):
+            table.setdefault(token_id, token)
+    top = max(max(table) + 1, base) if table else base
+    facts.update(vocab_size=top, len=top)
+    facts["special_tokens"] = [{"token": t, "id": i} for i, t in sorted(table.items())]
+    vocab.update(kind="tiktoken-declared", vocab_size=top, len=top, reserved=len(table), reserved_start=base)
+    by_token = {t: i for i, t in table.items()}
+    for attr, token in as_dict(static.get("named_ids")).items():
+        if attr in NAMED and facts.get(attr) is None and token in by_token:
+            facts[attr] = {"token": token, "id": by_token[token]}
+
+
+def _entry(entries: Any, name: Any) -> dict[str, Any]:
+    for entry in entries or []:
+        if isinstance(entry, dict) and entry.get("file") == name:
+            return entry
+    return {}

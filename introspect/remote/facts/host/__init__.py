@@ -1,0 +1,1 @@
+"""Facts about the host: interpreter, packages, engines, GPUs, disk, the serving endpoint."""

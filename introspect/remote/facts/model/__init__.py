@@ -1,0 +1,1 @@
+"""Facts read from the model's own files: config, weights headers, listing, hashes, its code."""

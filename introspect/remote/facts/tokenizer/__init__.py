@@ -1,0 +1,1 @@
+"""Facts read from the tokenizer's files, or from the tokenizer loaded in isolation."""
