@@ -1,13 +1,20 @@
-"""The Python API: the same work and the same result objects as the CLI, without the terminal.
+"""The Python API: the same work and the same documents as the CLI, without the terminal.
 
-Three calls, each typed in and typed out, printing nothing:
+Every call is typed in and typed out, prints nothing, and answers with the pydantic model of
+the document its command prints with ``--json`` (attribute access, ``.to_json()``, ``.to_dict()``;
+the JSON Schemas are ``introspect schema NAME``):
 
-- :func:`probe` -> :class:`~introspect.client.model.ProbeOutcome` (``.profile`` is the
-  ``introspect.profile/v1`` dict that ``introspect probe --json`` prints, ``.code`` its exit code);
+- :func:`probe` -> :class:`~introspect.client.model.ProbeOutcome`: ``.document`` is the typed
+  ``introspect.profile/v1`` (:class:`~introspect.documents.profile.ProfileDocument`), ``.code``
+  the CLI's exit code, ``.profile`` the same document as a dict;
 - :func:`preflight` -> :class:`~introspect.client.preflight.PreflightReport` (``.ready``,
-  ``.checks``, ``.document`` = ``introspect preflight --json``);
-- :func:`health` -> a list of :class:`~introspect.client.health.HostReport`, one per
-  inventory host (nothing is written to the history database).
+  ``.checks``, ``.to_document()`` = ``introspect preflight --json``, typed);
+- :func:`health` -> :class:`~introspect.documents.health.HealthDocument` (``introspect health
+  --json``; nothing is written to the history database);
+- :func:`plan`, :func:`diff`, :func:`models` -> ``PlanDocument``, ``DiffDocument``,
+  ``ModelsDocument`` (:mod:`introspect.api_documents`).
+
+:mod:`introspect.aio` has the same calls as coroutines, for embedding in an asyncio service.
 
 Where the CLI prints ``error:``/``fix:`` and exits 2 or 3, these raise the same
 :class:`~introspect.errors.IntrospectError` subclass (``.message``, ``.hint``,
@@ -30,13 +37,13 @@ from introspect.remote.contract import DEFAULT_TOKENIZER_TIMEOUT
 
 if TYPE_CHECKING:
     from introspect.cli.connect import ConnectionFlags
-    from introspect.client.health import HostReport
     from introspect.client.preflight import PreflightReport
+    from introspect.documents.health import HealthDocument
     from introspect.inventory import HostEntry, Inventory
     from introspect.transport.base import Executor
     from introspect.transport.hostkeys import KnownHosts
 
-__all__ = ["SSH", "ProbeOutcome", "fatal_input", "health", "preflight", "probe"]
+__all__ = ["SSH", "ProbeOutcome", "diff", "fatal_input", "health", "models", "plan", "preflight", "probe"]
 
 # Model-directory states after which nothing was read: a report would be all unknowns.
 NOTHING_READ = frozenset({"not-found", "not-a-directory", "permission-denied", "symlink-loop"})
@@ -115,10 +122,12 @@ def probe(model: str, *, host: str | None = None, ssh: SSH = SSH(), venv: str | 
     >>> from introspect import SSH, probe
     >>> outcome = probe(MODEL, host=HOST, ssh=SSH(port=PORT, identity=KEY, known_hosts=KNOWN_HOSTS,
     ...                 ssh_config="/dev/null"), venv=VENV, tokenizer=False)
-    >>> outcome.profile["architecture"]["model_type"], outcome.profile["architecture"]["num_layers"]
+    >>> outcome.document.architecture.model_type, outcome.document.architecture.num_layers
     ('kimi_k25', 61)
-    >>> outcome.profile["architecture"]["attention"]["type"]
-    'MLA'
+    >>> outcome.document.architecture.attention.type, outcome.code
+    ('MLA', 0)
+    >>> outcome.to_json() == outcome.document.to_json()
+    True
     """
     inventory = _inventory(hosts_file)
     executor, entry = _executor(host, ssh, inventory)
@@ -149,6 +158,8 @@ def preflight(model: str, *, host: str | None = None, ssh: SSH = SSH(), venv: st
     ['tokenizer', 'chat-template']
     >>> report.checks[0].status
     'pass'
+    >>> report.to_document().checks[0].name
+    'tokenizer'
     """
     from introspect.client.preflight import DEFAULT_TIMEOUT, PreflightRequest, run_preflight
 
@@ -161,18 +172,26 @@ def preflight(model: str, *, host: str | None = None, ssh: SSH = SSH(), venv: st
 
 
 def health(hosts_file: str | Path, *, only: Sequence[str] = (), tags: Sequence[str] = (),
-           parallel: int | None = None, ssh: SSH = SSH(), timeout: float | None = None) -> list[HostReport]:
-    """Check the venvs of the inventory's hosts (``introspect health`` without the history).
+           parallel: int | None = None, ssh: SSH = SSH(), timeout: float | None = None) -> HealthDocument:
+    """Check the venvs of the inventory's hosts (``introspect health --json``, without the history).
 
     >>> from introspect import SSH, health
-    >>> reports = health(INVENTORY, ssh=SSH(ssh_config="/dev/null"))
-    >>> [(report.name, report.reachable) for report in reports]
-    [('gpu-1', True)]
-    >>> sorted({result.status for result in reports[0].venvs[0].results} - {"info"})
+    >>> document = health(INVENTORY, ssh=SSH(ssh_config="/dev/null"))
+    >>> [(host.name, host.reachable) for host in document.hosts], document.exit_code
+    ([('gpu-1', True)], 0)
+    >>> sorted({check.status for check in document.hosts[0].venvs[0].checks} - {"info"})
     ['pass']
     """
+    import time
+
+    from introspect.checks.health import exit_code
     from introspect.cli.connect import known_hosts_for
-    from introspect.client.health import HealthOptions, run_health
+    from introspect.cli.outcome import combined
+    from introspect.client.fleet import FleetMonitor
+    from introspect.client.health import DEFAULT_STAGGER_S, HealthOptions, all_results, run_health
+    from introspect.client.health_document import run_document
+    from introspect.documents.health import HealthDocument
+    from introspect.errors import EXIT_UNREACHABLE
     from introspect.inventory import InventoryError, select_hosts
 
     inventory = _inventory(hosts_file)
@@ -180,12 +199,21 @@ def health(hosts_file: str | Path, *, only: Sequence[str] = (), tags: Sequence[s
     try:
         hosts = select_hosts(inventory, only, tags)
     except InventoryError as exc:
-        raise UsageError(str(exc), hint="check only=/tags= against the inventory") from None
+        raise UsageError(str(exc), hint="# check only= and tags= against the inventory") from None
     known = known_hosts_for(_flags(None, ssh), inventory)  # parsed once for every host
 
     def make(entry: HostEntry) -> Executor:
         return _executor(entry.name, ssh, inventory, known)[0]
 
     options = HealthOptions(probe_timeout=timeout or inventory.defaults.probe_timeout)
-    return run_health(hosts, make, parallel=parallel or inventory.defaults.parallel, options=options)
+    workers = parallel or inventory.defaults.parallel
+    monitor, started = FleetMonitor(DEFAULT_STAGGER_S), time.time()
+    reports = run_health(hosts, make, parallel=workers, options=options, monitor=monitor)
+    code = combined([exit_code(all_results(reports)), *(EXIT_UNREACHABLE for r in reports if not r.reachable)])
+    history: dict[str, object] = {"db": None, "recorded": False, "run_id": None, "warnings": []}  # the API records nothing
+    document = run_document(reports, None, started, time.time(), code, {"parallel": workers, **monitor.stats()},
+                            history)
+    return HealthDocument.model_validate(document)
 
+
+from introspect.api_documents import diff, models, plan  # noqa: E402 - they import this module's helpers

@@ -45,12 +45,11 @@ from introspect.cli.render_term import Col, Fixes, escape, make_console, print_f
 from introspect.cli.safe_text import one_line, safe_console
 from introspect.cli.session import session
 from introspect.client.health import (
-    SCHEMA,
     HealthOptions,
     HostReport,
     all_results,
-    report_dict,
 )
+from introspect.client.health_document import run_document
 from introspect.client.health_stop import HealthInterrupted, check_or_stop
 from introspect.errors import EXIT_UNREACHABLE, UsageError
 from introspect.interrupts import describe
@@ -163,7 +162,7 @@ def health(parallel: int | None, as_json: bool, prom: str | None, db: str | None
     error = _stopped_notice(stopped) if stopped is not None else None
     code = stopped.exit_code if stopped is not None else code
     if as_json:
-        document = _run_document(run.reports, run.run_id, run.started, run.finished, code, run.fleet,
+        document = run_document(run.reports, run.run_id, run.started, run.finished, code, run.fleet,
                                  store.summary())
         echo_json(with_error(document, (error,), code) if error is not None else document)
     elif not session().quiet:
@@ -314,24 +313,6 @@ def _rich_line(report: HostReport) -> str:
 
 
 # ------------------------------------------------------------------------- output
-
-
-def _run_document(reports: Sequence[HostReport], run_id: int | None, started: float, finished: float, code: int,
-                  fleet: dict[str, Any], history: dict[str, Any]) -> dict[str, Any]:
-    counts = _counts(all_results(reports))
-    return {
-        "schema": SCHEMA,
-        "run_id": run_id,
-        "started_at": started,
-        "finished_at": finished,
-        "seconds": round(finished - started, 3),
-        "exit_code": code,
-        "fleet": fleet,
-        "summary": {"hosts": len(reports), "unreachable": sum(not r.reachable for r in reports),
-                    **{s: counts[s] for s in ("pass", "fail", "warn", "info")}},
-        "hosts": [report_dict(r) for r in reports],
-        "history": history,  # where the run was stored, or why it was not
-    }
 
 
 def _print_summary(reports: Sequence[HostReport], run_id: int | None, db: Path, seconds: float,

@@ -57,6 +57,7 @@ from introspect.userconfig import (
 )
 
 if TYPE_CHECKING:
+    from introspect.documents.profile import ProfileDocument
     from introspect.inventory import HostEntry, Inventory
 
 DEFAULT_DEADLINE_S = 300.0
@@ -110,6 +111,17 @@ class ProbeOutcome:
     raw: dict[str, Any]
     profile: dict[str, Any]
     error: IntrospectError | None = None  # why the run is incomplete (the CLI's error/fix lines)
+
+    @property
+    def document(self) -> ProfileDocument:
+        """The profile, typed: ``introspect.profile/v1`` as its pydantic model (validated here)."""
+        from introspect.documents.profile import ProfileDocument
+
+        return ProfileDocument.model_validate(self.profile)
+
+    def to_json(self) -> str:
+        """The JSON that ``introspect probe --json`` prints for this profile (without its version stamp)."""
+        return self.document.to_json()
 
 
 class ProbeInterrupted(Terminated):

@@ -33,6 +33,7 @@ from introspect.userconfig import (
 )
 
 if TYPE_CHECKING:
+    from introspect.documents.preflight import PreflightDocument
     from introspect.inventory import HostEntry, Inventory
 
 SCHEMA = "introspect.preflight/v1"
@@ -68,6 +69,15 @@ class PreflightReport:
     @property
     def ready(self) -> bool:
         return ready(self.checks)
+
+    def to_document(self) -> PreflightDocument:
+        """``introspect preflight --json``, typed (validated here)."""
+        from introspect.documents.preflight import PreflightDocument
+
+        return PreflightDocument.model_validate(self.document)
+
+    def to_json(self) -> str:
+        return self.to_document().to_json()
 
 
 def validate(request: PreflightRequest) -> None:
