@@ -34,10 +34,22 @@ def run_probe(server, client: ClientKeys, model: Path, venv: Path, extra: list[s
     return code
 
 
+def write_report(profile: Path, report: Path) -> int:
+    """The healthy probe's profile as one self-contained HTML page; its path printed last."""
+    argv = [sys.executable, "-m", "introspect.cli.main", "report", str(profile), "-o", str(report)]
+    print(f"\n$ introspect report {profile.name} -o {report}", flush=True)
+    code = subprocess.call(argv)
+    if code == 0:
+        print(f"demo: the report is {report} (open it in a browser; it fetches nothing)", flush=True)
+    return code
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("--json", action="store_true", help="print the profile JSON instead of the report")
     parser.add_argument("--keep", action="store_true", help="keep the temp dir (prints its path)")
+    parser.add_argument("--report", type=Path, default=Path(tempfile.gettempdir()) / "introspect-demo-report.html",
+                        help="where the demo's HTML report goes (outside the temp dir, which is removed)")
     args = parser.parse_args()
     tmp = Path(tempfile.mkdtemp(prefix="introspect-demo-"))
     server = None
@@ -50,10 +62,11 @@ def main() -> int:
         server = start_sshd(tmp / "sshd", client, address="127.0.0.2")
         trust(server, client)
         extra = ["--json"] if args.json else []
-        code = run_probe(server, client, model, good, extra)
+        profile = tmp / "kimi.json"
+        code = run_probe(server, client, model, good, [*extra, "--output", str(profile)])
         print("\ndemo: the same model from a venv that lacks tiktoken (the classic failure):", flush=True)
         run_probe(server, client, model, broken, extra)
-        return code
+        return write_report(profile, args.report) or code
     finally:
         if server is not None:
             server.stop()

@@ -84,6 +84,14 @@ PLAN = examples(
     "introspect plan kimi.json --gpus 8 --gpu H200 --json > plan.json",
 )
 
+REPORT = examples(
+    "introspect report kimi.json -o kimi.html          # the model page",
+    "introspect report kimi.raw.json plan.json -o report.html",
+    "introspect report fleet.json --db ~/.local/state/introspect/history.sqlite3 -o fleet.html",
+    f"introspect report 10.1.2.200:{MODEL} --venv {VENV} -o kimi.html",
+    "introspect report kimi.json --md -o kimi.md        # + kimi_files/*.svg",
+)
+
 ENV = examples(
     "introspect env                               # paste into a bug report",
     "introspect env --json > env.json",

@@ -51,6 +51,8 @@ LAZY_COMMANDS = {
              "HOST:org/name[@rev] targets."),
     "plan": ("introspect.cli.cmd_plan:plan", "Which TP / EP / PP layouts fit, with how much KV cache, from a "
              "saved profile."),
+    "report": ("introspect.cli.cmd_report:report", "Draw profiles, plans, fleets and health history as one "
+               "self-contained HTML page (or Markdown)."),
     "env": ("introspect.cli.cmd_env:env", "Versions, platform and config paths for a bug report (secrets are "
             "never shown)."),
     "completion": ("introspect.cli.cmd_completion:completion", "Print the shell completion script for bash, zsh "
