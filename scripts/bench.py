@@ -712,7 +712,14 @@ class Bench:
 
 
 def main() -> int:
+    if "--fleet" in sys.argv[1:]:
+        # A different bench: simulated hosts instead of real sshd (scripts/bench_fleet.py has its own options).
+        import bench_fleet
+
+        return bench_fleet.main([a for a in sys.argv[1:] if a != "--fleet"])
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--fleet", action="store_true", help="instead: the fleet bench on 10 to 1,000 simulated "
+                        "hosts and its peers (scripts/bench_fleet.py; `scripts/bench --fleet --help`)")
     parser.add_argument("--reps", type=int, default=5, help="measured rounds per comparison (default 5)")
     parser.add_argument("--keep", action="store_true", help="keep the temp dir (prints its path)")
     parser.add_argument("--peers", action="store_true",
