@@ -36,6 +36,7 @@ from introspect.errors import EXIT_USAGE, InterpreterError, IntrospectError, Usa
 from introspect.remote.contract import DEFAULT_TOKENIZER_TIMEOUT
 
 if TYPE_CHECKING:
+    from introspect.api_documents import diff, models, plan
     from introspect.cli.connect import ConnectionFlags
     from introspect.client.preflight import PreflightReport
     from introspect.documents.health import HealthDocument
@@ -104,7 +105,8 @@ def fatal_input(outcome: ProbeOutcome) -> IntrospectError | None:
     if fatal.get("exit_code") == EXIT_USAGE:
         kind: type[IntrospectError] = InterpreterError if fatal.get("type") == "InterpreterError" else UsageError
         return kind(str(fatal.get("message")), hint=fatal.get("hint"), host=fatal.get("host") or None)
-    if (outcome.raw.get("files") or {}).get("status") in NOTHING_READ and isinstance(outcome.error, UsageError):
+    files = outcome.raw.get("files")
+    if files and files.get("status") in NOTHING_READ and isinstance(outcome.error, UsageError):
         return outcome.error
     return None
 
@@ -216,4 +218,11 @@ def health(hosts_file: str | Path, *, only: Sequence[str] = (), tags: Sequence[s
     return HealthDocument.model_validate(document)
 
 
-from introspect.api_documents import diff, models, plan  # noqa: E402 - they import this module's helpers
+def __getattr__(name: str) -> Any:
+    # plan / diff / models live in api_documents, imported on first use: `introspect probe` imports
+    # this module for fatal_input and must not pay for the aggregator (tests/cli/test_lazy_imports.py).
+    if name in ("diff", "models", "plan"):
+        from introspect import api_documents
+
+        return getattr(api_documents, name)
+    raise AttributeError(f"module 'introspect.api' has no attribute {name!r}")

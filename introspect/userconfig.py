@@ -43,6 +43,7 @@ from introspect.userconfig_policy import (
 )
 
 if TYPE_CHECKING:  # no yaml import for a local probe
+    from introspect.documents.profile import Settings
     from introspect.inventory import HostEntry, Inventory
     from introspect.transport.base import Target
 
@@ -305,14 +306,16 @@ def inventory_remote_code(inventory: Inventory | None, entry: HostEntry | None, 
     return None
 
 
-def settings_block(inventory: Inventory | None, remote_code: Chosen) -> dict[str, Any]:
+def settings_block(inventory: Inventory | None, remote_code: Chosen) -> Settings:
     """Which inventory and which remote-code policy a run used, and who chose each (the
     ``settings`` block of a profile or a preflight report)."""
+    from introspect.documents import profile as documents  # pydantic: once a run has a result
+
     chosen = inventory.chosen if inventory is not None else None
-    return {"inventory": None if inventory is None else {"path": inventory.source,
-                                                          "source": chosen.source if chosen else "flag",
-                                                          "where": chosen.where if chosen else "--hosts"},
-            "remote_code": remote_code.as_dict()}
+    choice = None if inventory is None else documents.InventoryChoice(
+        path=inventory.source, source=chosen.source if chosen else "flag", where=chosen.where if chosen else "--hosts")
+    return documents.Settings(inventory=choice, remote_code=documents.Chosen(
+        value=remote_code.value, source=remote_code.source, where=remote_code.where))
 
 
 def make_private_dirs(root: Path) -> None:

@@ -2,15 +2,15 @@
 
 A profile can be rebuilt at any time from saved raw facts
 (``introspect profile RAW.json``), so everything here is tested without SSH.
-:func:`analyze` returns the typed :class:`Profile`; :func:`build_profile` is its
-JSON form, the entry point of the callers (cli, checks, diff, tests). Every
-finding of a profile is made here, from the raw facts alone.
+:func:`analyze` returns the typed :class:`Profile`, :func:`build_profile_document`
+its document (the Python API), :func:`build_profile` its JSON (the callers: cli,
+checks, diff, tests). Every finding of a profile is made here, from the raw facts alone.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any
+from collections.abc import Callable, Mapping
+from typing import Any, TypeVar
 
 from introspect.analysis.architecture.config_witness import (
     class_config,
@@ -21,132 +21,101 @@ from introspect.analysis.architecture.layout_unknown import still_unknown
 from introspect.analysis.architecture.section import architecture_section
 from introspect.analysis.architecture.witnesses import apply_witnesses
 from introspect.analysis.findings import Finding, Severity
-from introspect.analysis.list_caps import list_totals
+from introspect.analysis.profile_sections import (
+    config_error,
+    environment_section,
+    files_section,
+    target_section,
+)
 from introspect.analysis.raw_findings import error_findings, missing_module_findings
 from introspect.analysis.raw_guard import guarded, repair_raw
-from introspect.analysis.result import (
-    PROFILE_SCHEMA,
-    EnvironmentSection,
-    FilesSection,
-    Profile,
-    TargetSection,
-)
+from introspect.analysis.result import PROFILE_SCHEMA, Profile, Serving, TargetSection
 from introspect.analysis.serving.section import serving_sections
 from introspect.analysis.snapshot import snapshot_remote_code_finding
-from introspect.analysis.tokenizer.section import tokenizer_section
-from introspect.remote.contract import RawFacts, as_dict
+from introspect.analysis.tokenizer.section import load_seconds, tokenizer_section
+from introspect.documents.base import Number, Record
+from introspect.documents.profile import CacheHit, ProfileDocument, Settings
+from introspect.documents.profile_architecture import Architecture, DrafterPlan
+from introspect.documents.profile_files import Environment, Target
+from introspect.documents.profile_serving import Engines, Gpus, Plan
+from introspect.documents.profile_tokenizer import Tokenizer
+from introspect.remote.contract import FilesFacts, RawFacts, as_dict
 
-__all__ = ["BAD_PATH_STATES", "PROFILE_SCHEMA", "Profile", "analyze", "build_profile", "environment_section",
-           "exit_code"]
+__all__ = ["BAD_PATH_STATES", "PROFILE_SCHEMA", "Profile", "analyze", "build_profile", "build_profile_document",
+           "environment_section", "exit_code"]
+
+R = TypeVar("R", bound=Record)
 
 # Model-directory states that mean "wrong path", not "broken model" (exit 2).
 BAD_PATH_STATES = {"not-found", "not-a-directory", "not-a-model-dir", "permission-denied", "symlink-loop"}
 
 
-def environment_section(raw: RawFacts | dict[str, Any]) -> EnvironmentSection:
-    env = as_dict(raw.get("environment"))
-    python = as_dict(raw.get("python"))
-    version = env.get("python_version")
-    if version is None and python.get("version"):
-        version = ".".join(str(part) for part in python["version"])
-    return {
-        "python_version": version,
-        "python_executable": env.get("python_executable") or python.get("executable"),
-        "venv": as_dict(raw.get("target")).get("venv"),
-        "in_venv": env.get("in_venv"),
-        "packages": dict(as_dict(env.get("packages"))),
-        "missing_modules": list(env.get("missing_modules") or []),
-        "custom_code_modules": as_dict(env.get("modules")),
-    }
-
-
-def config_error(errors: Any) -> dict[str, Any] | None:
-    """The probe's record of a config.json that is there but unusable (missing is not one)."""
-    for err in errors if isinstance(errors, list) else []:
-        if (isinstance(err, dict) and isinstance(err.get("path"), str) and err["path"].endswith("/config.json")
-                and err.get("type") not in ("missing-config", "not-found", "encoding")):
-            return err
-    return None
-
-
-def _target_section(block: dict[str, Any]) -> TargetSection:
-    """The raw target block with every key present, in the profile's order."""
-    section = TargetSection(scheme=block.get("scheme"), host=block.get("host"), port=block.get("port"),
-                            user=block.get("user"), python=block.get("python"), venv=block.get("venv"),
-                            model_path=block.get("model_path"))
-    if block.get("container"):
-        section["container"] = block["container"]
-    return section
-
-
-def _custom_code(files: dict[str, Any]) -> list[dict[str, Any]]:
-    out = []
-    for module in files.get("custom_code") or []:
-        if isinstance(module, dict):
-            out.append({key: module.get(key) for key in
-                        ("file", "module", "sha256", "size", "imports", "relative_imports",
-                         "referenced_by", "error")})
-    return out
-
-
-def _files_section(raw: RawFacts | dict[str, Any], files: dict[str, Any]) -> FilesSection:
-    totals = list_totals(files, "listing")  # the listing's true length, and whether it was cut (MAX_LISTING)
-    return {
-        "model_path": files.get("model_path"),
-        "real_path": files.get("real_path"),
-        "status": files.get("status"),
-        "listing": files.get("listing") or [],
-        "listing_total": totals["listing_total"],
-        "listing_truncated": totals["listing_truncated"],
-        "total_size": files.get("total_size"),  # of the listed entries only
-        "custom_code": _custom_code(files),
-        "safetensors_bytes_read": as_dict(raw.get("safetensors")).get("bytes_read"),
-        "hashes": dict(hashes) if isinstance(hashes := raw.get("hashes"), dict) else None,
-    }
-
-
-def analyze(raw: RawFacts | dict[str, Any]) -> Profile:
-    """The full typed profile. Never raises on malformed raw facts: damage is a finding."""
-    raw, damage = repair_raw(as_dict(raw))
-    target = _target_section(as_dict(raw.get("target")))
-    files = as_dict(raw.get("files"))
+def analyze(raw: object) -> Profile:
+    """The full typed profile of raw facts as read (any JSON value). Never raises on malformed
+    raw facts: damage is a finding."""
+    raw, damage = repair_raw(raw)
+    target = target_section(raw.get("target"))
+    files = raw.get("files")
     options = as_dict(raw.get("options"))
     no_findings: Callable[[], list[Finding]] = list
-    environment = guarded("environment", lambda: environment_section(raw), lambda: environment_section({}), damage)
+    environment = guarded("environment", lambda: environment_section(raw),
+                          lambda: environment_section(RawFacts()), damage)
 
-    config = files.get("config")
+    config = files.get("config") if files is not None else None
     architecture, arch_findings = _architecture(raw, files, config)
-    if files.get("status") != "ok":  # the files were never read: "no config.json" would name the wrong cause
+    if as_dict(files).get("status") != "ok":  # the files were never read: "no config.json" would name the wrong cause
         arch_findings = [f for f in arch_findings if f.code != "config-missing"]
     arch_findings += guarded("witnesses", lambda: apply_witnesses(architecture, raw), no_findings, damage)
     arch_findings = still_unknown(architecture, arch_findings)
-    tokenizer, tok_findings = guarded("tokenizer", lambda: tokenizer_section(
-        as_dict(raw.get("tokenizer_files")),
+    tokenizer_model, tok_findings = guarded("tokenizer", lambda: tokenizer_section(
+        raw.get("tokenizer_files"),
         raw.get("tokenizer_probe") if isinstance(raw.get("tokenizer_probe"), dict) else None,
-        config=config if isinstance(config, dict) else None, target=dict(target),
-        remote_code_allowed=bool(options.get("remote_code", True)), model_files=files),
-        lambda: tokenizer_section({}, None, config=None, target={}, remote_code_allowed=True), damage)
+        config=config if isinstance(config, dict) else None, target=target,
+        remote_code_allowed=bool(options.get("remote_code", True)), model_files=raw.get("files")),
+        lambda: tokenizer_section(None, None, config=None, target=target, remote_code_allowed=True), damage)
 
-    timings = dict(as_dict(raw.get("timings")))
-    if isinstance(tokenizer, dict) and "load_seconds" in tokenizer:
-        # Keep run-to-run noise out of the sections so that profiles diff cleanly.
-        timings["tokenizer.load"] = tokenizer.pop("load_seconds")
+    timings: dict[str, Number | None] = dict(raw.get("timings") or {})
+    # Keep run-to-run noise out of the sections so that profiles diff cleanly.
+    timings["tokenizer.load"] = load_seconds(raw.get("tokenizer_probe"))
 
-    serving, serving_findings = guarded(  # also adds the drafter plan
-        "engines, GPUs and plan", lambda: serving_sections(raw, architecture, tokenizer),
-        lambda: serving_sections({}, {}, {}), damage)
+    serving, serving_findings = guarded(
+        "engines, GPUs and plan", lambda: _serving(raw, architecture, tokenizer_model),
+        lambda: _serving(RawFacts(), None, None), damage)
     findings = guarded("errors", lambda: _findings(raw, files, target, environment, tok_findings,
                                                     arch_findings + serving_findings), no_findings, damage)
-    files_section = guarded("files", lambda: _files_section(raw, files), lambda: _files_section({}, {}), damage)
+    files_record = guarded("files", lambda: files_section(raw, files), lambda: files_section(RawFacts(), None), damage)
+    cache = guarded("cache", lambda: _record(CacheHit, raw.get("cache")), lambda: None, damage)
+    settings = guarded("settings", lambda: _record(Settings, raw.get("settings")), lambda: None, damage)
     return Profile(
-        target=target, environment=environment, architecture=architecture, tokenizer=tokenizer,
-        files=files_section, serving=serving, findings=_dedupe(damage + findings), timings=timings,
-        cache=as_dict(raw.get("cache")) or None, settings=as_dict(raw.get("settings")) or None)
+        target=Target(**target), environment=environment, architecture=architecture, tokenizer=tokenizer_model,
+        files=files_record, serving=serving, findings=_dedupe(damage + findings), timings=timings, cache=cache,
+        settings=settings)
 
 
-def _architecture(raw: dict[str, Any], files: dict[str, Any], config: Any) -> tuple[dict[str, Any], list[Finding]]:
+def _record(kind: type[R], block: object) -> R | None:
+    """A small block of the raw facts (the cache hit, a live run's settings) as its document record."""
+    return kind.model_validate(block) if isinstance(block, dict) and block else None
+
+
+def _serving(raw: RawFacts, architecture: Architecture | None,
+             tokenizer: Tokenizer | None) -> tuple[Serving, list[Finding]]:
+    """Engines, GPUs and the plan; the drafter plan joins ``architecture.speculative``.
+
+    analysis/serving/ reads the architecture and tokenizer sections in their JSON form and writes the drafter
+    plan into the architecture's: it comes back from there."""
+    arch = architecture.to_dict() if architecture is not None else {}
+    sections, findings = serving_sections(dict(raw), arch, tokenizer.to_dict() if tokenizer is not None else {})
+    if architecture is not None and "drafter_plan" in as_dict(arch.get("speculative")):
+        plan = arch["speculative"]["drafter_plan"]
+        architecture.speculative.drafter_plan = DrafterPlan.model_validate(plan) if plan is not None else None
+    serving = Serving(engines=Engines.model_validate(sections["engines"]), gpus=Gpus.model_validate(sections["gpus"]),
+                      plan=Plan.model_validate(sections["plan"]))
+    return serving, findings
+
+
+def _architecture(raw: RawFacts, files: FilesFacts | None, config: object) -> tuple[Architecture, list[Finding]]:
     """The config rules on config.json, then on the config class's own view of it when the host gave one."""
-    path = (files.get("model_path") or "") + "/config.json" if config is not None else None
+    path = (as_dict(files).get("model_path") or "") + "/config.json" if config is not None else None
     safetensors = raw.get("safetensors") if isinstance(raw.get("safetensors"), dict) else None
     drafters = raw.get("drafters") if isinstance(raw.get("drafters"), list) else None
     derived = class_config(raw)
@@ -160,33 +129,47 @@ def _architecture(raw: dict[str, Any], files: dict[str, Any], config: Any) -> tu
 
 
 def _findings(
-    raw: dict[str, Any], files: dict[str, Any], target: TargetSection, environment: EnvironmentSection,
+    raw: RawFacts, files: FilesFacts | None, target: TargetSection, environment: Environment,
     tok_findings: list[Finding], arch_findings: list[Finding],
 ) -> list[Finding]:
     """Every finding of the profile, in the order the dedupe keeps the first of equals."""
     findings: list[Finding] = []
-    status = files.get("status")
+    status = as_dict(files).get("status")
     if status and status != "ok":
         findings.append(Finding(Severity.ERROR, "model-path", f"{target.get('model_path')}: {status}",
                                 "pass --model the directory that holds config.json"))
     findings += error_findings(list(raw.get("errors") or []))
     findings += tok_findings
-    already = {str(f.extra.get("package", "")).lower() for f in tok_findings if f.code == "missing-package"}
-    already |= {pkg.lower() for f in tok_findings for pkg in f.extra.get("packages", [])}
-    findings += missing_module_findings(environment, dict(target), already)
+    findings += missing_module_findings(environment, target, _packages_named(tok_findings))
     findings += arch_findings
-    if raw.get("fatal"):
-        fatal = raw["fatal"]
+    fatal = raw.get("fatal")
+    if fatal:
         # A run stopped by a signal (client/model.py keeps what finished) is not a connection failure.
         code = "interrupted" if fatal.get("type") in ("Interrupted", "Terminated") else "connection"
-        findings.append(Finding(Severity.ERROR, code, str(fatal.get("message")), fatal.get("hint")))
+        hint = fatal.get("hint")
+        findings.append(Finding(Severity.ERROR, code, str(fatal.get("message")),
+                                hint if isinstance(hint, str) else None))
     snapshot = snapshot_remote_code_finding(raw)
     if snapshot is not None:
         findings.append(snapshot)
     return findings
 
 
-def build_profile(raw: RawFacts | dict[str, Any]) -> dict[str, Any]:
+def _packages_named(tok_findings: list[Finding]) -> set[str]:
+    """The packages the tokenizer's missing-package findings already name (lower case)."""
+    named = {str(f.extra.get("package", "")).lower() for f in tok_findings if f.code == "missing-package"}
+    for f in tok_findings:
+        packages = f.extra.get("packages")
+        named |= {str(pkg).lower() for pkg in packages} if isinstance(packages, list) else set()
+    return named
+
+
+def build_profile_document(raw: object) -> ProfileDocument:
+    """The full profile as its typed document (``introspect.profile/v1``). Never raises on malformed raw facts."""
+    return analyze(raw).document()
+
+
+def build_profile(raw: object) -> dict[str, Any]:
     """The full profile as ``introspect.profile/v1`` JSON. Never raises on malformed raw facts."""
     return analyze(raw).to_json()
 
@@ -201,13 +184,16 @@ def _dedupe(findings: list[Finding]) -> list[Finding]:
     return sorted(out, key=lambda f: f.severity.rank)
 
 
-def exit_code(profile: dict[str, Any], raw: RawFacts | dict[str, Any]) -> int:
-    """0 clean, 1 error findings, 2 bad model path, fatal connection errors their own code."""
-    fatal = as_dict(raw.get("fatal"))
+def exit_code(profile: Mapping[str, object], raw: object) -> int:
+    """0 clean, 1 error findings, 2 bad model path, fatal connection errors their own code.
+    ``profile``: the profile's JSON (built or read back); ``raw``: the raw facts as read."""
+    facts = as_dict(raw)
+    fatal = as_dict(facts.get("fatal"))
     if fatal.get("exit_code"):
         return int(fatal["exit_code"])
-    if as_dict(raw.get("files")).get("status") in BAD_PATH_STATES:
+    if as_dict(facts.get("files")).get("status") in BAD_PATH_STATES:
         return 2
-    if any(f.get("severity") == "error" for f in profile.get("findings", [])):
+    findings = profile.get("findings")
+    if isinstance(findings, list) and any(as_dict(f).get("severity") == "error" for f in findings):
         return 1
     return 0

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from introspect.analysis.findings import Finding, Severity, pip_fix
-from introspect.remote.contract import as_dict
+from introspect.analysis.result import TargetSection
+from introspect.documents.profile_files import Environment
+from introspect.remote.contract import ErrorRecord
 
 # Error types the remote reports that are only worth a warning.
 WARNING_ERROR_TYPES = {"data-truncated", "listing-truncated", "dangling", "dangling-symlink", "symlink-loop",
@@ -32,8 +32,8 @@ ERROR_FIXES = {
 }
 
 
-def error_findings(errors: list[Any]) -> list[Finding]:
-    """One finding per error record the remote tasks reported."""
+def error_findings(errors: list[ErrorRecord]) -> list[Finding]:
+    """One finding per error record the remote tasks reported (as read: each value is checked)."""
     out = []
     links_seen: set[str] = set()
     for err in errors:
@@ -52,17 +52,18 @@ def error_findings(errors: list[Any]) -> list[Finding]:
         code = "probe-timeout" if kind in ("timeout", "ProbeTimeout") else f"{probe}-{kind}".lower()
         if kind == "link-outside":
             code = kind
+        hint = err.get("hint")
         out.append(Finding(severity, code, f"{probe}: {err.get('message')}",
-                           err.get("hint") or ERROR_FIXES.get(kind)))
+                           hint if isinstance(hint, str) and hint else ERROR_FIXES.get(kind)))
     return out
 
 
-def missing_module_findings(env: Any, target: dict[str, Any], already: set[str]) -> list[Finding]:
+def missing_module_findings(env: Environment, target: TargetSection, already: set[str]) -> list[Finding]:
     """A finding per module the model's own code imports and the target lacks (unless already said)."""
     out = []
-    modules = as_dict(env.get("custom_code_modules"))
-    for name in env.get("missing_modules") or []:
-        dist = as_dict(modules.get(name)).get("distribution") or name
+    for name in env.missing_modules:
+        source = env.custom_code_modules.get(name)
+        dist = (source.distribution if source is not None else None) or name
         if dist.lower() in already:
             continue
         out.append(Finding(

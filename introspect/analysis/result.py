@@ -1,8 +1,9 @@
 """The typed profile (``introspect.profile/v1``) and its JSON form.
 
-The large sections (architecture, tokenizer) stay JSON-shaped dicts: their layout
-is documented in their modules and pinned by the golden tests. The small ones are
-TypedDicts; findings are :class:`~introspect.analysis.findings.Finding` records.
+Every section is one of the document models (introspect/documents/): the analysis builds
+them and :meth:`Profile.document` puts them together; its JSON (``to_json``) is what the
+CLI prints. Findings stay :class:`~introspect.analysis.findings.Finding` records (a
+:class:`~introspect.analysis.findings.Severity` each) until the document is made.
 """
 
 from __future__ import annotations
@@ -12,6 +13,12 @@ from dataclasses import dataclass, field
 from typing import Any, TypedDict
 
 from introspect.analysis.findings import Finding, Severity
+from introspect.documents.base import Number
+from introspect.documents.profile import CacheHit, ProfileDocument, Settings
+from introspect.documents.profile_architecture import Architecture
+from introspect.documents.profile_files import Environment, Files, Target
+from introspect.documents.profile_serving import Engines, Gpus, Plan
+from introspect.documents.profile_tokenizer import Tokenizer
 
 PROFILE_SCHEMA = "introspect.profile/v1"
 
@@ -28,7 +35,8 @@ class _TargetKeys(TypedDict):
 
 class TargetSection(_TargetKeys, total=False):
     """Where the profile was taken: the raw ``target`` block, each key present (null when unknown),
-    and ``container`` (container, pod or VM) only where the transport reached one."""
+    and ``container`` (container, pod or VM) only where the transport reached one. The sections'
+    fix lines read it; the document holds it as :class:`~introspect.documents.profile_files.Target`."""
 
     container: str
 
@@ -43,62 +51,48 @@ def target_where(target: Mapping[str, Any]) -> str:
     return str(target.get("host") or "local")
 
 
-class EnvironmentSection(TypedDict):
-    python_version: str | None
-    python_executable: str | None
-    venv: str | None
-    in_venv: bool | None
-    packages: dict[str, Any]
-    missing_modules: list[Any]
-    custom_code_modules: dict[str, Any]
+@dataclass
+class Serving:
+    """The serving sections (analysis/serving/section.py): engines, GPUs and the plan."""
 
-
-class FilesSection(TypedDict):
-    model_path: str | None
-    real_path: str | None
-    status: str | None
-    listing: list[Any]
-    listing_total: int  # the entries of the directory (at least: the name scan stops at 100,000)
-    listing_truncated: bool
-    total_size: int | None
-    custom_code: list[dict[str, Any]]
-    safetensors_bytes_read: int | None
-    hashes: dict[str, Any] | None
+    engines: Engines
+    gpus: Gpus
+    plan: Plan
 
 
 @dataclass
 class Profile:
     """One model's profile: the sections, the findings (errors first), the timings."""
 
-    target: TargetSection
-    environment: EnvironmentSection
-    architecture: dict[str, Any]
-    tokenizer: dict[str, Any]
-    files: FilesSection
-    serving: dict[str, Any] = field(default_factory=dict)  # engines, gpus, plan (analysis/serving/section.py)
+    target: Target
+    environment: Environment
+    architecture: Architecture
+    tokenizer: Tokenizer
+    files: Files
+    serving: Serving
     findings: list[Finding] = field(default_factory=list)
-    timings: dict[str, Any] = field(default_factory=dict)
-    cache: dict[str, Any] | None = None
-    settings: dict[str, Any] | None = None  # which inventory and remote-code policy applied (live runs)
+    timings: dict[str, Number | None] = field(default_factory=dict)  # step -> seconds
+    cache: CacheHit | None = None
+    settings: Settings | None = None  # which inventory and remote-code policy applied (live runs)
     schema: str = PROFILE_SCHEMA
 
     @property
     def has_errors(self) -> bool:
         return any(f.severity is Severity.ERROR for f in self.findings)
 
+    def document(self) -> ProfileDocument:
+        """The ``introspect.profile/v1`` document."""
+        document = ProfileDocument(
+            schema_="introspect.profile/v1", target=self.target, environment=self.environment,
+            architecture=self.architecture, tokenizer=self.tokenizer, files=self.files,
+            engines=self.serving.engines, gpus=self.serving.gpus, plan=self.serving.plan,
+            findings=[f.record() for f in self.findings], timings=self.timings, cache=self.cache,
+        )
+        # Only live runs know their settings: profiles rebuilt from older raw facts stay as they were.
+        if self.settings is not None:
+            document.settings = self.settings
+        return document
+
     def to_json(self) -> dict[str, Any]:
-        """The ``introspect.profile/v1`` document, keys in their documented order."""
-        return {
-            "schema": self.schema,
-            "target": dict(self.target),
-            "environment": dict(self.environment),
-            "architecture": self.architecture,
-            "tokenizer": self.tokenizer,
-            "files": dict(self.files),
-            **self.serving,
-            "findings": [f.to_json() for f in self.findings],
-            "timings": self.timings,
-            "cache": self.cache,
-            # Only live runs know their settings: profiles rebuilt from older raw facts stay as they were.
-            **({"settings": self.settings} if self.settings is not None else {}),
-        }
+        """The document's JSON object, keys in their documented order."""
+        return self.document().to_dict()

@@ -7,15 +7,12 @@ resolve the module's real path look for its relative imports (Kimi's
 
 from __future__ import annotations
 
-from typing import Any
-
 from introspect.analysis.findings import Finding, Severity
-from introspect.remote.contract import as_dict
+from introspect.remote.contract import JSONObject, RawFacts, as_dict
 
 
-def snapshot_remote_code_finding(raw: Any) -> Finding | None:
+def snapshot_remote_code_finding(raw: RawFacts) -> Finding | None:
     """The finding for raw facts whose tokenizer load failed this way; None when the case does not apply."""
-    raw = as_dict(raw)
     files = as_dict(raw.get("files"))
     probe = as_dict(raw.get("tokenizer_probe"))
     error = as_dict(probe.get("error"))
@@ -39,7 +36,8 @@ def snapshot_remote_code_finding(raw: Any) -> Finding | None:
         "transformers release that resolves remote code inside the snapshot")
 
 
-def _is_snapshot(files: dict[str, Any]) -> bool:
+def _is_snapshot(files: JSONObject) -> bool:
+    """``files``: the raw files section as read."""
     path = str(files.get("model_path") or "")
     if "/snapshots/" not in path:
         return False

@@ -11,8 +11,8 @@ sentencepiece can still read the files.
 from __future__ import annotations
 
 import shlex
-from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from collections.abc import Callable, Mapping
+from typing import TYPE_CHECKING, Any, TypedDict
 
 from introspect.checks.result import CheckResult, Status
 from introspect.inventory import venv_pip
@@ -34,6 +34,18 @@ def tokenizer_verdicts(tokenizer_results: Mapping[str, Mapping[str, Any]]) -> di
     return {model: ok for model, ok in verdicts.items() if ok is not None}
 
 
+class Since(TypedDict):
+    """Every drift finding's evidence names the run it compares with."""
+
+    previous_run: int | None  # the run id (None: a snapshot not read from the store)
+
+
+class PackageChange(TypedDict):
+    name: str
+    previous: str | None  # None: not installed then
+    current: str | None  # None: not installed now
+
+
 def drift(previous: Snapshot | None, current: Snapshot) -> list[CheckResult]:
     """What changed since ``previous`` for the same host and venv; nothing on a first run.
 
@@ -44,17 +56,18 @@ def drift(previous: Snapshot | None, current: Snapshot) -> list[CheckResult]:
     """
     if previous is None:
         return []
-    since = {"previous_run": previous.run_id}
+    since = Since(previous_run=previous.run_id)
     return [*_host_drift(previous, current, since), *_package_drift(previous, current, since),
             *_tokenizer_drift(previous, current, since)]
 
 
-def _host_drift(previous: Snapshot, current: Snapshot, since: dict[str, Any]) -> list[CheckResult]:
+def _host_drift(previous: Snapshot, current: Snapshot, since: Since) -> list[CheckResult]:
     if previous.reachable and not current.reachable:
         return [CheckResult("drift:host-unreachable", "warn",
-                            f"{current.host} was reachable on the previous run and is not now", None, since)]
+                            f"{current.host} was reachable on the previous run and is not now", None, dict(since))]
     if not previous.reachable and current.reachable:
-        return [CheckResult("drift:host-recovered", "info", f"{current.host} is reachable again", None, since)]
+        return [CheckResult("drift:host-recovered", "info", f"{current.host} is reachable again", None,
+                            dict(since))]
     return []
 
 
@@ -68,7 +81,7 @@ def _compare(old: str, new: str) -> int | None:
     return (a > b) - (a < b)
 
 
-def _pin(venv: str, items: list[dict[str, Any]]) -> str | None:
+def _pin(venv: str, items: list[PackageChange]) -> str | None:
     # Restoring the previous version is the exact undo; whether to do it is the user's call.
     pins = [shlex.quote(f"{i['name']}=={i['previous']}") for i in items if i.get("previous")]
     if not venv or not pins:
@@ -76,7 +89,7 @@ def _pin(venv: str, items: list[dict[str, Any]]) -> str | None:
     return f"{shlex.quote(venv_pip(venv))} install {' '.join(pins)}"
 
 
-_PACKAGE_TEXTS = {
+_PACKAGE_TEXTS: dict[str, Callable[[PackageChange], str]] = {
     "added": lambda i: f"{i['name']} {i['current']} added",
     "removed": lambda i: f"{i['name']} {i['previous']} removed",
     "upgraded": lambda i: f"{i['name']} {i['previous']} -> {i['current']}",
@@ -85,13 +98,13 @@ _PACKAGE_TEXTS = {
 }
 
 
-def _package_groups(old: Mapping[str, str], new: Mapping[str, str]) -> dict[str, list[dict[str, Any]]]:
-    groups: dict[str, list[dict[str, Any]]] = {kind: [] for kind in _PACKAGE_TEXTS}
+def _package_groups(old: Mapping[str, str], new: Mapping[str, str]) -> dict[str, list[PackageChange]]:
+    groups: dict[str, list[PackageChange]] = {kind: [] for kind in _PACKAGE_TEXTS}
     for name in sorted(set(old) | set(new)):
         a, b = old.get(name), new.get(name)
         if a == b:
             continue
-        item = {"name": name, "previous": a, "current": b}
+        item = PackageChange(name=name, previous=a, current=b)
         if a is None:
             groups["added"].append(item)
         elif b is None:
@@ -105,7 +118,7 @@ def _package_groups(old: Mapping[str, str], new: Mapping[str, str]) -> dict[str,
     return groups
 
 
-def _package_drift(previous: Snapshot, current: Snapshot, since: dict[str, Any]) -> list[CheckResult]:
+def _package_drift(previous: Snapshot, current: Snapshot, since: Since) -> list[CheckResult]:
     if previous.packages is None or current.packages is None:
         return []
     groups = _package_groups(previous.packages, current.packages)
@@ -122,7 +135,7 @@ def _package_drift(previous: Snapshot, current: Snapshot, since: dict[str, Any])
     return out
 
 
-def _tokenizer_drift(previous: Snapshot, current: Snapshot, since: dict[str, Any]) -> list[CheckResult]:
+def _tokenizer_drift(previous: Snapshot, current: Snapshot, since: Since) -> list[CheckResult]:
     if not previous.tokenizer_ok or not current.tokenizer_ok:
         return []
     before, now = previous.tokenizer_ok, current.tokenizer_ok

@@ -10,7 +10,7 @@ from __future__ import annotations
 import functools
 import shlex
 from collections.abc import Iterable, Mapping
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal, TypedDict
 
 from introspect.checks.result import CheckResult
 
@@ -110,17 +110,29 @@ def _satisfies(raw: str, req: Requirement, version: str | None) -> bool | None:
     return True if not req.specifier else _contains(raw, str(version))
 
 
-def _unmet(raw: str, req: Requirement, installed: Mapping[str, Mapping[str, Any]]) -> dict[str, Any] | None:
+class _UnmetKeys(TypedDict):
+    package: str
+    requirement: str
+    installed: str | None  # the installed version; None: not installed
+    problem: Literal["missing", "conflict", "unparsable-version"]
+
+
+class Unmet(_UnmetKeys, total=False):
+    """A requirement the installed distributions do not meet (a check's evidence lists them)."""
+
+    required_by: str  # "<dist> <version>" whose Requires-Dist it is (dependency-conflicts only)
+
+
+def _unmet(raw: str, req: Requirement, installed: Mapping[str, Mapping[str, Any]]) -> Unmet | None:
     info = installed.get(canonical_name(req.name))
     if info is None:
-        return {"package": req.name, "requirement": str(req), "installed": None, "problem": "missing"}
-    ok = _satisfies(raw, req, info.get("version"))
+        return Unmet(package=req.name, requirement=str(req), installed=None, problem="missing")
+    version = info.get("version")
+    ok = _satisfies(raw, req, version)
     if ok is False:
-        return {"package": req.name, "requirement": str(req), "installed": info.get("version"),
-                "problem": "conflict"}
+        return Unmet(package=req.name, requirement=str(req), installed=version, problem="conflict")
     if ok is None:
-        return {"package": req.name, "requirement": str(req), "installed": info.get("version"),
-                "problem": "unparsable-version"}
+        return Unmet(package=req.name, requirement=str(req), installed=version, problem="unparsable-version")
     return None
 
 
@@ -181,7 +193,7 @@ def check_dependency_conflicts(venv: VenvEntry, facts: Mapping[str, Any]) -> Che
     """`pip check` without running pip: every installed dist's Requires-Dist, base extras only."""
     env = _marker_env(facts)
     installed = _installed(facts)
-    problems: list[dict[str, Any]] = []
+    problems: list[Unmet] = []
     for dist_name, info in sorted(installed.items()):
         for raw in info.get("requires") or []:
             dep = parse_requirement(raw) if isinstance(raw, str) else None

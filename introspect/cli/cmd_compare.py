@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from introspect.analysis.diff.compare import COMPARE_SCHEMA, FACT_KEYS, FACTS, RowInput, compare_rows
+from introspect.analysis.diff.compare import COMPARE_SCHEMA, FACT_KEYS, FACTS, RowInput, compare_document
 from introspect.cli.connect import (
     ConnectionFlags,
     connection_options,
@@ -48,6 +48,8 @@ from introspect.remote.contract import DEFAULT_FILES_TIMEOUT, DEFAULT_TOKENIZER_
 
 if TYPE_CHECKING:
     from introspect.client.compare import CompareInterrupted
+    from introspect.client.fleet_items import FleetItem
+    from introspect.documents.compare import Column, CompareDocument, Row
     from introspect.inventory import HostEntry, Inventory
     from introspect.transport.base import Executor
 
@@ -80,76 +82,76 @@ def _cell(kind: str, fact: dict[str, Any], odd: bool) -> str:
     return f"[bold red]*{text}[/]" if odd else text
 
 
-def _shown_columns(document: dict[str, Any], all_columns: bool) -> list[dict[str, Any]]:
+def _shown_columns(document: CompareDocument, all_columns: bool) -> list[Column]:
     """Every column with --all-columns; else the differing ones, and free disk when measured
     (it is never the same twice, so it is never in the "same on every row" list)."""
     if all_columns:
-        return list(document["columns"])
-    return [c for c in document["columns"] if c["differs"] or (not c["judged"] and c["distinct"] > 1)]
+        return list(document.columns)
+    return [c for c in document.columns if c.differs or (not c.judged and c.distinct > 1)]
 
 
-def _label_title(rows: list[dict[str, Any]]) -> str:
-    sources = {row["source"] for row in rows}
+def _label_title(rows: list[Row]) -> str:
+    sources = {row.source for row in rows}
     return "host" if sources == {"live"} else "profile" if sources == {"file"} else "host or profile"
 
 
-def print_text(document: dict[str, Any], *, all_columns: bool) -> None:
+def print_text(document: CompareDocument, *, all_columns: bool) -> None:
     console = make_console()
-    rows, columns = document["rows"], _shown_columns(document, all_columns)
-    counts = document["counts"]
-    differing = len(document["differing"])
+    rows, columns = document.rows, _shown_columns(document, all_columns)
+    counts = document.counts
+    differing = len(document.differing)
     noun = _label_title(rows)
     plural = "hosts or profiles" if noun == "host or profile" else noun + "s"
-    compared = (f"{counts['compared']} {plural} compared" if not counts["errors"]
-                else f"{counts['compared']} of {counts['rows']} {plural} compared ({counts['errors']} failed)")
+    compared = (f"{counts.compared} {plural} compared" if not counts.errors
+                else f"{counts.compared} of {counts.rows} {plural} compared ({counts.errors} failed)")
     print_folded(console, f"[bold]{compared}[/]: " + (f"{differing} of {len(FACTS)} facts differ" if differing
                                                      else f"all {len(FACTS)} facts agree"))
-    errors = any(row["error"] for row in rows)
+    errors = any(row.error for row in rows)
     if columns or errors:
-        cols = [Col(noun), *(Col(c["title"], "num") for c in columns), *([Col("error", "text")] if errors else [])]
-        table = [[escape(row["label"]),
-                  *(_cell(c["kind"], row["facts"][c["key"]], c["key"] in row["odd"]) if not row["error"] else ""
-                    for c in columns),
-                  *([escape(str(as_error(row).get("message") or ""))] if errors else [])] for row in rows]
+        cols = [Col(noun), *(Col(c.title, "num") for c in columns), *([Col("error", "text")] if errors else [])]
+        table = [[escape(row.label),
+                  *(_cell(c.kind, row.facts[c.key], c.key in row.odd) if not row.error else "" for c in columns),
+                  *([escape(_error_message(row))] if errors else [])] for row in rows]
         print_rows(console, cols, table)
-    if document["differing"]:
-        tie = any(c["differs"] and c["judged"] and c["majority"] is None for c in document["columns"])
+    if document.differing:
+        tie = any(c.differs and c.judged and c.majority is None for c in document.columns)
         print_folded(console, "[dim]* differs from most rows" + (" (no majority: every value marked)" if tie else "")
                      + "; ? unknown[/]", hang=2)
     if not all_columns:
-        _print_same(console, document, {c["key"] for c in columns})
+        _print_same(console, document, {c.key for c in columns})
 
 
-def as_error(row: dict[str, Any]) -> dict[str, Any]:
-    return row["error"] if isinstance(row.get("error"), dict) else {}
+def _error_message(row: Row) -> str:
+    """Why a row has no profile (its error record's message), or ""."""
+    return str((row.error or {}).get("message") or "")
 
 
-def _print_same(console: Any, document: dict[str, Any], in_table: set[str]) -> None:
+def _print_same(console: Any, document: CompareDocument, in_table: set[str]) -> None:
     """The facts every compared row agrees on (or every row that knows it), each with its one value;
     then those no row knows."""
-    same = [c for c in document["columns"] if c["key"] not in in_table and c["distinct"] == 1]
+    same = [c for c in document.columns if c.key not in in_table and c.distinct == 1]
     if same:
         console.print("Same on every row:")
-        width = max(len(c["title"]) for c in same)
-        compared = document["counts"]["compared"]
+        width = max(len(c.title) for c in same)
+        compared = document.counts.compared
         for c in same:
-            partial = f"  [dim](known for {c['known_rows']} of {compared})[/]" if c["known_rows"] < compared else ""
-            print_folded(console, f"  {c['title']:<{width}}  {escape(shown(c['kind'], _one_value(document, c)))}"
+            partial = f"  [dim](known for {c.known_rows} of {compared})[/]" if c.known_rows < compared else ""
+            print_folded(console, f"  {c.title:<{width}}  {escape(shown(c.kind, _one_value(document, c)))}"
                          f"{partial}", hang=width + 4)
-    unknown = [c for c in document["columns"] if c["key"] not in in_table and c["distinct"] == 0]
-    if unknown and document["counts"]["compared"]:
+    unknown = [c for c in document.columns if c.key not in in_table and c.distinct == 0]
+    if unknown and document.counts.compared:
         console.print("[dim]Unknown on every row:[/]")
-        first = next(row for row in document["rows"] if not row["error"])
+        first = next(row for row in document.rows if not row.error)
         for c in unknown:
-            reason = first["facts"][c["key"]]["reason"]
-            print_folded(console, f"[dim]  {c['title']}: {escape(str(reason))}[/]", hang=4)
+            reason = first.facts[c.key]["reason"]
+            print_folded(console, f"[dim]  {c.title}: {escape(str(reason))}[/]", hang=4)
 
 
-def _one_value(document: dict[str, Any], column: dict[str, Any]) -> Any:
-    if column["judged"]:
-        return column["majority"]
-    return next(row["facts"][column["key"]]["value"] for row in document["rows"]
-                if not row["error"] and row["facts"][column["key"]]["known"])
+def _one_value(document: CompareDocument, column: Column) -> Any:
+    if column.judged:
+        return column.majority
+    return next(row.facts[column.key]["value"] for row in document.rows
+                if not row.error and row.facts[column.key]["known"])
 
 
 # --------------------------------------------------------------------------- CSV
@@ -166,15 +168,16 @@ def _csv_value(fact: dict[str, Any]) -> str | int:
     return value if isinstance(value, int) else one_line(str(value))
 
 
-def print_csv(document: dict[str, Any]) -> None:
+def print_csv(document: CompareDocument) -> None:
     """One line per row: plain values (bytes and counts as numbers), the odd facts in ``odd_columns``."""
     out = io.StringIO()
     writer = csv.writer(out, lineterminator="\n")
     writer.writerow(["label", "source", "file", "host", "model_path", *FACT_KEYS, "odd_columns", "error"])
-    for row in document["rows"]:
-        writer.writerow([one_line(str(row[k] or "")) for k in ("label", "source", "file", "host", "model_path")]
-                        + [_csv_value(row["facts"][key]) for key in FACT_KEYS]
-                        + [";".join(row["odd"]), one_line(str(as_error(row).get("message") or ""))])
+    for row in document.rows:
+        writer.writerow([one_line(str(value or "")) for value in (row.label, row.source, row.file, row.host,
+                                                                  row.model_path)]
+                        + [_csv_value(row.facts[key]) for key in FACT_KEYS]
+                        + [";".join(row.odd), one_line(_error_message(row))])
     click.echo(out.getvalue(), nl=False)
 
 
@@ -276,7 +279,7 @@ Targets = tuple["Inventory | None", list["HostEntry"], Callable[["HostEntry"], "
 
 
 def _probe_live(request: ProbeRequest, flags: ConnectionFlags, selection: HostSelection,
-                parallel: int | None) -> list[dict[str, Any]]:
+                parallel: int | None) -> list[FleetItem]:
     """The live items: the selected inventory hosts, or the one --host (this machine without it)."""
     from introspect.cli.render_fleet import progress_row
     from introspect.client.compare import probe_for_compare
@@ -315,23 +318,25 @@ def _one_host(flags: ConnectionFlags) -> Targets:
 
 
 def _document(rows: list[RowInput], request: ProbeRequest | None, min_free: int | None,
-              stopped: tuple[Notice, ...]) -> dict[str, Any]:
+              stopped: tuple[Notice, ...]) -> CompareDocument:
     if len(rows) < 2 and not stopped:
         raise UsageError(f"compare needs at least two rows, got {len(rows)}",
                          hint="introspect compare a.json b.json   # add saved profiles, or select more hosts")
-    return {**compare_rows(rows, min_free=min_free), "model": request.model if request else None}
+    document = compare_document(rows, min_free=min_free)
+    document.model = request.model if request else None
+    return document
 
 
-def _finish(document: dict[str, Any], rows: list[RowInput], output_format: str, check: bool,
+def _finish(document: CompareDocument, rows: list[RowInput], output_format: str, check: bool,
             all_columns: bool, stopped: tuple[Notice, ...], stop_code: int) -> Finished:
     """Print ``document``; the exit code: the worst failed row's (3: unreachable), at least 1 when
     --check found a difference, 128 + the signal when one stopped the probes."""
     failed = [row for row in rows if row.error]
     code = max(combined(row.exit_code for row in failed), stop_code)
-    if check and document["differs"]:
+    if check and document.differs:
         code = max(code, EXIT_FINDINGS)
     if output_format == "json":
-        echo_json(with_error(document, stopped, code), COMPARE_SCHEMA)
+        echo_json(with_error(document.to_dict(), stopped, code), COMPARE_SCHEMA)
     elif output_format == "csv":
         print_csv(document)
     elif not session().quiet:

@@ -14,7 +14,7 @@ import platform
 import sys
 from importlib import metadata
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, Final
 
 import click
 
@@ -25,7 +25,10 @@ from introspect.cli.safe_text import visible
 from introspect.cli.session import session
 from introspect.redact import is_secret_name, scrub
 
-SCHEMA = "introspect.env/v1"
+if TYPE_CHECKING:
+    from introspect.documents.small import EnvDocument, PathFact
+
+SCHEMA: Final = "introspect.env/v1"
 DISTRIBUTIONS = ("paramiko", "invoke", "click", "rich", "pyyaml", "platformdirs", "packaging",
                  "prometheus_client", "transformers", "tokenizers", "tiktoken", "huggingface_hub", "jinja2")
 # Variables whose value is shown: paths and switches that change what introspect does.
@@ -54,9 +57,10 @@ def redacted_environment(environ: dict[str, str]) -> dict[str, str]:
     return out
 
 
-def _paths() -> dict[str, dict[str, Any]]:
+def _paths() -> dict[str, PathFact]:
     from introspect.checks.history import default_path
     from introspect.client.cache import default_dir
+    from introspect.documents.small import PathFact
     from introspect.userconfig import user_dir
 
     home = Path.home()
@@ -68,7 +72,7 @@ def _paths() -> dict[str, dict[str, Any]]:
         "known_hosts": home / ".ssh" / "known_hosts",
         "global known_hosts": Path("/etc/ssh/ssh_known_hosts"),
     }
-    return {name: {"path": str(path), "exists": path.exists()} for name, path in paths.items()}
+    return {name: PathFact(path=str(path), exists=path.exists()) for name, path in paths.items()}
 
 
 def _settings() -> dict[str, Any]:
@@ -93,19 +97,21 @@ def _setting_line(name: str, item: dict[str, Any]) -> str:
     return f"  {name:<18} {value}  ({source})"
 
 
-def environment_document() -> dict[str, Any]:
-    return {
-        "schema": SCHEMA,
-        "introspect": {"version": __version__, "location": str(Path(__file__).resolve().parent.parent)},
-        "python": {"version": platform.python_version(), "implementation": platform.python_implementation(),
-                   "executable": sys.executable},
-        "platform": {"system": platform.system(), "release": platform.release(), "machine": platform.machine(),
-                     "platform": platform.platform()},
-        "packages": {name: _version(name) for name in DISTRIBUTIONS},
-        "paths": _paths(),
-        "settings": _settings(),
-        "environment": redacted_environment(dict(os.environ)),
-    }
+def environment_document() -> EnvDocument:
+    from introspect.documents import small
+
+    return small.EnvDocument(
+        schema=SCHEMA,
+        introspect=small.Installed(version=__version__, location=str(Path(__file__).resolve().parent.parent)),
+        python=small.PythonFacts(version=platform.python_version(), implementation=platform.python_implementation(),
+                                 executable=sys.executable),
+        platform=small.PlatformFacts(system=platform.system(), release=platform.release(),
+                                     machine=platform.machine(), platform=platform.platform()),
+        packages={name: _version(name) for name in DISTRIBUTIONS},
+        paths=_paths(),
+        settings=_settings(),
+        environment=redacted_environment(dict(os.environ)),
+    )
 
 
 @click.command("env", epilog=help_examples.ENV)
@@ -114,22 +120,21 @@ def env(as_json: bool) -> int:
     """Versions, platform and config paths for a bug report (secrets are never shown)."""
     doc = environment_document()
     if as_json:
-        echo_json(doc)
+        echo_json(doc.to_dict())
         return 0
     if session().quiet:
         return 0
-    lines = [f"introspect {doc['introspect']['version']} ({doc['introspect']['location']})",
-             f"python     {doc['python']['version']} {doc['python']['implementation']} ({doc['python']['executable']})",
-             f"platform   {doc['platform']['platform']}", "", "packages:"]
-    lines += [f"  {name:<18} {version or '-'}" for name, version in doc["packages"].items()]
+    lines = [f"introspect {doc.introspect.version} ({doc.introspect.location})",
+             f"python     {doc.python.version} {doc.python.implementation} ({doc.python.executable})",
+             f"platform   {doc.platform.platform}", "", "packages:"]
+    lines += [f"  {name:<18} {version or '-'}" for name, version in doc.packages.items()]
     lines += ["", "paths:"]
-    lines += [f"  {name:<18} {item['path']}{'' if item['exists'] else '  (absent)'}"
-              for name, item in doc["paths"].items()]
+    lines += [f"  {name:<18} {item.path}{'' if item.exists else '  (absent)'}" for name, item in doc.paths.items()]
     lines += ["", "settings:"]
-    lines += [_setting_line(name, item) for name, item in doc["settings"].items()]
-    if doc["environment"]:
+    lines += [_setting_line(name, item) for name, item in doc.settings.items()]
+    if doc.environment:
         lines += ["", "environment:"]
-        lines += [f"  {name}={value}" for name, value in doc["environment"].items()]
+        lines += [f"  {name}={value}" for name, value in doc.environment.items()]
     from introspect.cli.render_term import fold_lines  # a long one folds at words; pasted into issues as is
 
     click.echo("\n".join(folded for line in lines for folded in fold_lines(visible(line))))

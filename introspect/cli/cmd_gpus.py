@@ -13,7 +13,7 @@ import dataclasses
 import os
 import shlex
 from collections import Counter
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Final
 
 import click
 
@@ -33,14 +33,23 @@ from introspect.cli.progress import Phases, host_rows
 from introspect.cli.remote_fix import fix_on_target
 from introspect.cli.render_term import Col, escape, human_bytes, make_console, print_rows
 from introspect.cli.session import session
-from introspect.client.gpus import DEFAULT_TIMEOUT, GpuJob, GpuResult, gather_gpus, plan_gpu_jobs, python_for
+from introspect.client.gpus import (
+    DEFAULT_TIMEOUT,
+    GpuDevice,
+    GpuJob,
+    GpuResult,
+    gather_gpus,
+    plan_gpu_jobs,
+    python_for,
+)
 from introspect.errors import UsageError
 from introspect.transport.base import Executor
 
 if TYPE_CHECKING:
+    from introspect.documents.gpus import GpusDocument
     from introspect.inventory import Inventory
 
-SCHEMA = "introspect.gpus/v1"
+SCHEMA: Final = "introspect.gpus/v1"
 MIB = 2**20
 HOST_HELP = ("Host to ask (repeatable, or comma-separated): an address, ~/.ssh/config alias, inventory entry "
              "name or URL (ssh://, openssh://, podman://...). Omit, with no inventory flag, for this machine.")
@@ -51,11 +60,11 @@ COLUMNS = (Col("host"), Col("gpus", "num"), Col("model", "text"), Col("memory ea
 # --------------------------------------------------------------------------- output
 
 
-def _devices(result: GpuResult) -> list[dict[str, Any]]:
+def _devices(result: GpuResult) -> list[GpuDevice]:
     return [d for d in result.facts.get("devices") or [] if isinstance(d, dict)]
 
 
-def _models(devices: list[dict[str, Any]]) -> str:
+def _models(devices: list[GpuDevice]) -> str:
     counts = Counter(str(d.get("name") or "?") for d in devices)
     if len(counts) == 1:
         return next(iter(counts))
@@ -66,7 +75,7 @@ def _mib(value: Any) -> int | None:
     return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
-def _memory(devices: list[dict[str, Any]]) -> tuple[str, str]:
+def _memory(devices: list[GpuDevice]) -> tuple[str, str]:
     """(the smallest GPU's memory, used / total over all): what a layout can count on, what is busy."""
     totals = [t for t in (_mib(d.get("memory_total_mib")) for d in devices) if t is not None]
     used = [u for u in (_mib(d.get("memory_used_mib")) for d in devices) if u is not None]
@@ -107,15 +116,17 @@ def problems(results: list[GpuResult]) -> list[Notice]:
     return out
 
 
-def as_json(results: list[GpuResult]) -> dict[str, Any]:
+def as_json(results: list[GpuResult]) -> GpusDocument:
+    from introspect.documents.gpus import GpusDocument, HostError, HostGpus
+
     hosts = []
     for result in results:
         facts = {k: v for k, v in result.facts.items() if k != "errors"} if result.error is None else None
-        hosts.append({"host": result.job.name, "python": result.job.python, "ok": result.error is None,
-                      "error": None if result.error is None
-                      else result.error.as_dict() | {"exit_code": result.error.exit_code},
-                      "gpus": facts})
-    return {"schema": SCHEMA, "hosts": hosts}
+        error = None if result.error is None else HostError.model_validate(
+            result.error.as_dict() | {"exit_code": result.error.exit_code})
+        hosts.append(HostGpus(host=result.job.name, python=result.job.python, ok=result.error is None, error=error,
+                              gpus=facts))
+    return GpusDocument(schema=SCHEMA, hosts=hosts)
 
 
 def _progress_row(result: GpuResult) -> str:
@@ -200,7 +211,7 @@ def gpus(python_exe: str | None, timeout: float, parallel: int | None, as_json_f
     if len(results) == 1 and results[0].error is not None:
         raise results[0].error  # one host: the CLI's one error line and exit code
     if as_json_flag:
-        echo_json(as_json(results))
+        echo_json(as_json(results).to_dict())
     elif not session().quiet:
         print_rows(make_console(), COLUMNS, [host_row(r) for r in results])
     return Finished(combined(r.error.exit_code for r in results if r.error is not None), tuple(problems(results)))

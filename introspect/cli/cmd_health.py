@@ -59,6 +59,7 @@ from introspect.transport.base import Executor
 if TYPE_CHECKING:  # rich, paramiko and prometheus_client load only when a run uses them
     from rich.console import Console
 
+    from introspect.client.fleet import FleetStats
     from introspect.transport.hostkeys import KnownHosts
 
 STATUS_STYLE = {"pass": "green", "fail": "bold red", "warn": "yellow", "info": "cyan"}
@@ -163,7 +164,7 @@ def health(parallel: int | None, as_json: bool, prom: str | None, db: str | None
     code = stopped.exit_code if stopped is not None else code
     if as_json:
         document = run_document(run.reports, run.run_id, run.started, run.finished, code, run.fleet,
-                                 store.summary())
+                                store.summary()).to_dict()
         echo_json(with_error(document, (error,), code) if error is not None else document)
     elif not session().quiet:
         _print_summary(run.reports, run.run_id, store.path, run.finished - run.started, run.fleet)
@@ -316,7 +317,7 @@ def _rich_line(report: HostReport) -> str:
 
 
 def _print_summary(reports: Sequence[HostReport], run_id: int | None, db: Path, seconds: float,
-                   fleet: dict[str, Any]) -> None:
+                   fleet: FleetStats) -> None:
     console = make_console()
     print_rows(console, *_summary_rows(reports), title="introspect health")
     problems = [(h, v, r) for report in reports for h, v, r in report.rows() if r.status in ("fail", "warn")

@@ -69,7 +69,7 @@ def _emit_history(runs: Sequence[Any], details: Sequence[Any], as_json: bool, pa
     if as_json:
         doc = {"db": str(path), "runs": [_run_summary(run, (problems or {}).get(run.id, [])) for run in runs]}
         if details:
-            doc["results"] = [{"host": s.host, "venv": s.venv or None, **result_dict(s.result)} for s in details]
+            doc["results"] = [{"host": s.host, "venv": s.venv or None, **result_dict(s.result).to_dict()} for s in details]
         echo_json(doc, HISTORY_SCHEMA)
         return
     if session().quiet:

@@ -34,6 +34,7 @@ from introspect.client.discover import (
     DiscoverOptions,
     HostJob,
     HostResult,
+    ModelRow,
     discover_hosts,
     plan_jobs,
 )
@@ -46,7 +47,7 @@ if TYPE_CHECKING:
 # --------------------------------------------------------------------------- output
 
 
-def _params(model: dict[str, Any]) -> str:
+def _params(model: ModelRow) -> str:
     total, active = model.get("params_total"), model.get("params_active")
     if total is None:
         return "-"
@@ -55,14 +56,14 @@ def _params(model: dict[str, Any]) -> str:
     return human_count(total)
 
 
-def _type(model: dict[str, Any]) -> str:
+def _type(model: ModelRow) -> str:
     outer, inner = model.get("model_type"), model.get("text_model_type")
     if inner and inner != outer:
         return f"{outer} ({inner})"
     return str(outer or "-")
 
 
-def _drafter(model: dict[str, Any]) -> str:
+def _drafter(model: ModelRow) -> str:
     drafter = model.get("drafter")
     if isinstance(drafter, dict):
         target = drafter.get("target")
@@ -76,10 +77,10 @@ MODEL_COLUMNS = (Col("model"), Col("type"), Col("layers", "num"), Col("params (t
                  Col("quantization", "text"), Col("size", "num"), Col("modified", "num"), Col("accessed", "num"),
                  Col("tokenizer", "text"), Col("drafter", "text"))
 
-Row = tuple[HostResult, dict[str, Any]]  # one model of one host: what the listing controls sort and filter
+Row = tuple[HostResult, ModelRow]  # one model of one host: what the listing controls sort and filter
 
 
-def _quant(model: dict[str, Any]) -> list[str]:
+def _quant(model: ModelRow) -> list[str]:
     label = str(model.get("quantization") or "")
     return [label, label.split()[0]] if label else []  # 'quant=fp8' matches "fp8 8-bit" by its method
 
@@ -138,7 +139,7 @@ def print_human(results: list[HostResult], rows: list[Row]) -> list[Notice]:
     return problems(results)
 
 
-def model_id(result: HostResult, model: dict[str, Any], with_host: bool) -> str:
+def model_id(result: HostResult, model: ModelRow, with_host: bool) -> str:
     """What ``-q`` prints: the path, as ``HOST:PATH`` (a ``diff`` operand) when hosts are shown."""
     path = str(model.get("path"))
     return f"{result.job.name}:{path}" if with_host else path

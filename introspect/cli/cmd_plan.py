@@ -1,7 +1,8 @@
 """``introspect plan``: the memory / parallelism plan of a saved profile, offline.
 
 Also home of ``--emit-drafter-config`` (used by ``probe`` too): a DFlash or EAGLE-3
-drafter config skeleton derived from the target.
+drafter config.json derived from the target, in the conventions of one engine
+(``--engine``; default: the engine the probe found on the host).
 """
 
 from __future__ import annotations
@@ -12,7 +13,9 @@ from typing import Any
 import click
 
 from introspect.analysis.result import PROFILE_SCHEMA
-from introspect.analysis.serving.drafter_plan import drafter_config, spread_layer_ids
+from introspect.analysis.serving.drafter_config import choose_engine, drafter_config, plan_drafter
+from introspect.analysis.serving.drafter_plan import reshape_dflash
+from introspect.analysis.serving.engine_conventions import ENGINES
 from introspect.analysis.serving.plan import DEFAULT_FRACTION, GpuBudget
 from introspect.analysis.serving.plan_context import KV_DTYPES, ContextOptions
 from introspect.analysis.serving.section import replan
@@ -33,25 +36,61 @@ def read_profile(path: str) -> dict[str, Any]:
                          hint="pass a file written by `introspect probe --output` (or --json)")
 
 
-def drafter_skeleton(profile: dict[str, Any], kind: str, draft_layers: int | None = None) -> dict[str, Any]:
-    arch = as_dict(profile.get("architecture"))
-    plan = as_dict(arch.get("speculative")).get("drafter_plan")
+class DraftShape:
+    """--engine, --draft-taps, --draft-layers and --block-size as given (None: the plan's default)."""
+
+    def __init__(self, engine: str | None = None, taps: int | None = None, layers: int | None = None,
+                 block_size: int | None = None) -> None:
+        self.engine, self.taps, self.layers, self.block_size = engine, taps, layers, block_size
+
+
+def drafter_plan_of(profile: dict[str, Any], shape: DraftShape) -> dict[str, Any] | None:
+    """The profile's drafter plan reshaped for --draft-taps / --draft-layers / --block-size; None without one."""
+    plan = as_dict(as_dict(profile.get("architecture")).get("speculative")).get("drafter_plan")
     if not isinstance(plan, dict):
+        return None
+    dflash = plan["dflash"]
+    taps = shape.taps or dflash.get("draft_taps") or len(dflash["target_layer_ids"])
+    try:
+        dflash = reshape_dflash(dflash, taps, shape.layers or dflash["draft_layers"],
+                                shape.block_size or dflash["block_size"])
+    except ValueError as exc:
+        most = dflash["num_target_layers"] - 3
+        context = click.get_current_context(silent=True)
+        profile_file = context.params.get("profile_file") if context else None
+        hint = (f"introspect plan {shlex.quote(str(profile_file))} --draft-taps {min(5, most)}" if profile_file
+                else f"# pass --draft-taps {min(5, most)} or fewer (at most {most} for this target)")
+        raise UsageError(f"--draft-taps {taps}: {exc}", hint=hint) from None
+    return dict(plan, dflash=dflash)
+
+
+def drafter_member(profile: dict[str, Any], shape: DraftShape) -> tuple[dict[str, Any] | None, dict[str, Any] | None]:
+    """(the reshaped drafter plan, the plan's ``drafter`` member in the chosen engine's terms)."""
+    plan = drafter_plan_of(profile, shape)
+    if plan is None:
+        return None, None
+    conv, why = choose_engine(profile.get("engines"), shape.engine)
+    return plan, plan_drafter(plan, conv, why)
+
+
+def drafter_file(profile: dict[str, Any], kind: str, shape: DraftShape) -> dict[str, Any]:
+    plan, member = drafter_member(profile, shape)
+    if plan is None or member is None:
         raise InputError("the profile has no drafter plan (its layer count is unknown)",
                          hint="probe a model directory whose config.json gives num_hidden_layers")
-    if draft_layers is not None and kind == "dflash":
-        ids = spread_layer_ids(plan["dflash"]["num_target_layers"], draft_layers)
-        plan = dict(plan, dflash=dict(plan["dflash"], draft_layers=draft_layers, target_layer_ids=ids,
-                                      hidden_states_indices=[i + 1 for i in ids]))
-    archs = arch.get("architectures") or [None]
-    return drafter_config(plan, kind, archs[0])
+    if not plan.get("target_fields"):
+        raise InputError("the profile's drafter plan predates the target fields a drafter config needs",
+                         hint="introspect probe --model DIR --output profile.json  # probe again")
+    archs = as_dict(profile.get("architecture")).get("architectures") or [None]
+    return drafter_config(plan, kind, archs[0], member)
 
 
-def write_drafter_config(profile: dict[str, Any], kind: str, path: str, draft_layers: int | None = None) -> None:
+def write_drafter_config(profile: dict[str, Any], kind: str, path: str, shape: DraftShape | None = None) -> None:
     from introspect.cli.cmd_probe import write_json
 
-    write_json(path, drafter_skeleton(profile, kind, draft_layers))
-    click.echo(f"wrote a {kind} drafter config skeleton to {path}", err=True)
+    config = drafter_file(profile, kind, shape or DraftShape())
+    write_json(path, config)
+    click.echo(f"wrote a {kind} drafter config for {config['introspect']['engine']} to {path}", err=True)
 
 
 @click.command("plan", epilog=help_examples.PLAN)
@@ -75,12 +114,18 @@ def write_drafter_config(profile: dict[str, Any], kind: str, path: str, draft_la
               help="Also count the concurrent requests of this length.")
 @click.option("--json", "as_json", is_flag=True, help="Print the plan section as JSON.")
 @click.option("--emit-drafter-config", "emit", nargs=2, type=(click.Choice(DRAFTER_KINDS), click.Path(dir_okay=False)),
-              help="Write a DFlash or EAGLE-3 drafter config skeleton: KIND FILE.")
-@click.option("--draft-layers", type=click.IntRange(1, 64), help="DFlash draft layers (target layer ids).")
+              help="Write a DFlash or EAGLE-3 drafter config.json for --engine: KIND FILE.")
+@click.option("--engine", type=click.Choice(ENGINES), help="Engine whose layer-id conventions and flags the "
+              "drafter lines and config follow (default: the one the probe found on the host; SGLang's otherwise).")
+@click.option("--draft-taps", type=click.IntRange(1, 64), help="DFlash target layers tapped (default 5, as the "
+              "published drafters).")
+@click.option("--draft-layers", type=click.IntRange(1, 64), help="DFlash drafter depth (default 5).")
+@click.option("--block-size", type=click.IntRange(2, 64), help="DFlash block size (default 16, SGLang's).")
 def plan(profile_file: str, gpus: int | None, nodes: int | None, gpus_per_node: int | None,
          gpu_mem: str | None, gpu_name: str | None, mem_fraction: float,
          max_model_len: int | None, kv_dtype: str, context_len: int | None,
-         as_json: bool, emit: tuple[str, str] | None, draft_layers: int | None) -> Finished:
+         as_json: bool, emit: tuple[str, str] | None, engine: str | None, draft_taps: int | None,
+         draft_layers: int | None, block_size: int | None) -> Finished:
     """Which TP / EP / PP layouts fit, with how much KV cache, from a saved profile."""
     profile = read_profile(profile_file)
     probed = as_dict(as_dict(profile.get("plan")).get("gpus"))
@@ -97,9 +142,10 @@ def plan(profile_file: str, gpus: int | None, nodes: int | None, gpus_per_node: 
                        name=name if memory else probed.get("name"),
                        source="flags" if gpus or memory else str(probed.get("source")), per_node=per_node)
     context = ContextOptions(max_model_len, kv_dtype, context_len)
-    profile = dict(profile, plan=replan(profile, budget, mem_fraction, context))
+    shape = DraftShape(engine, draft_taps, draft_layers, block_size)
+    profile = dict(profile, plan=_with_drafter(replan(profile, budget, mem_fraction, context), profile, shape))
     if emit:
-        write_drafter_config(profile, emit[0], emit[1], draft_layers)
+        write_drafter_config(profile, emit[0], emit[1], shape)
     if as_json:
         from introspect.cli.jsonout import echo_json
 
@@ -113,6 +159,12 @@ def plan(profile_file: str, gpus: int | None, nodes: int | None, gpus_per_node: 
         return Finished(EXIT_FINDINGS, (Notice(str(profile["plan"].get("reason")), _no_fit_fix(profile["plan"]),
                                                kind="NoLayoutFits"),))
     return Finished(0)
+
+
+def _with_drafter(plan: dict[str, Any], profile: dict[str, Any], shape: DraftShape) -> dict[str, Any]:
+    """The plan with its ``drafter`` member when the profile has a drafter plan."""
+    member = drafter_member(profile, shape)[1]
+    return dict(plan, drafter=member) if member is not None else plan
 
 
 def _node_gpus(gpus: int | None, nodes: int | None, per_node: int | None, command: str

@@ -28,7 +28,9 @@ from introspect.client.preflight import (
     DEFAULT_ENDPOINT_TIMEOUT,
     DEFAULT_MIN_FREE_GB,
     DEFAULT_TIMEOUT,
+    PreflightHostResult,
     PreflightRequest,
+    PreflightTarget,
     preflight_hosts,
     run_preflight,
     validate,
@@ -89,7 +91,7 @@ def preflight(model: str, venv: str | None, python_exe: str | None, endpoint: st
     with Phases(f"checking {model} on {flags.host or 'this machine'}"):
         report = run_preflight(request, executor, entry, local=not flags.host, inventory=inventory)
     if as_json:
-        echo_json(report.document)
+        echo_json(report.document.to_dict())
     elif not session().quiet:
         print_checklist(report.checks, report.target)
     return EXIT_OK if report.ready else EXIT_FINDINGS
@@ -108,52 +110,53 @@ def preflight_fleet(request: PreflightRequest, flags: ConnectionFlags, selection
                               inventory=inventory)
     if as_json:
         document = {"schema": "introspect.fleet-preflight/v1", "model": request.model,
-                    "hosts": [item | {"report": item["report"].document if item["report"] else None}
-                              for item in results],
+                    "hosts": [{"host": item.host, "exit_code": item.exit_code, "ready": item.ready,
+                               "report": item.report.document.to_dict() if item.report else None,
+                               "error": item.error} for item in results],
                     "ready": sum(1 for item in results if _ready(item)), "total": len(results)}
         echo_json(document)  # through documents.dumps: scrubbed like every other document
     elif not session().quiet:
         console = make_console()
         fixes = Fixes()  # one block after the summary: each command once, with the hosts that need it
         for item in results:
-            if item["report"] is not None:
-                console.print(f"[bold]== {escape(str(item['host']))} ==[/]", soft_wrap=True)
-                print_checklist(item["report"].checks, item["report"].target, console, fixes=False)
+            if item.report is not None:
+                console.print(f"[bold]== {escape(item.host)} ==[/]", soft_wrap=True)
+                print_checklist(item.report.checks, item.report.target, console, fixes=False)
                 console.print()
-                for line in fix_lines(item["report"].checks):
-                    fixes.add(line, str(item["host"]), item["report"].target)
+                for line in fix_lines(item.report.checks):
+                    fixes.add(line, item.host, item.report.target)
         print_fleet_summary(console, results)
         print_fixes(console, fixes, gap=True)
-    notices = tuple(Notice(f"{item['host']}: {item['error'].get('message')}", item["error"].get("hint"))
-                    for item in results if item["error"])
-    return Finished(max((int(item["exit_code"]) for item in results), default=0), notices)
+    notices = tuple(Notice(f"{item.host}: {item.error.get('message')}", item.error.get("hint"))
+                    for item in results if item.error)
+    return Finished(max((item.exit_code for item in results), default=0), notices)
 
 
-def _ready(item: dict[str, Any]) -> bool:
-    return item["report"] is not None and bool(item["report"].ready)
+def _ready(item: PreflightHostResult) -> bool:
+    return item.report is not None and item.report.ready
 
 
-def print_fleet_summary(console: Console, results: list[dict[str, Any]]) -> None:
+def print_fleet_summary(console: Console, results: list[PreflightHostResult]) -> None:
     """One line per host (its verdict and counts, or why it was not gated), then 'N of M ready':
     what a job scheduler's operator reads first."""
     rows = []
     for item in results:
-        report = item["report"]
+        report = item.report
         if report is None:
-            message = str((item["error"] or {}).get("message") or "no report")
-            rows.append(["[bold red]NOT CHECKED[/]", escape(str(item["host"])), escape(message)])
+            message = str((item.error or {}).get("message") or "no report")
+            rows.append(["[bold red]NOT CHECKED[/]", escape(item.host), escape(message)])
             continue
         counts = {s: sum(1 for c in report.checks if c.status == s) for s in ("pass", "warn", "fail")}
         failed = ", ".join(c.name for c in report.checks if c.status == "fail")
         verdict = "[bold green]READY[/]" if report.ready else "[bold red]NOT READY[/]"
         detail = f"{counts['pass']} passed, {counts['warn']} warnings, {counts['fail']} failed"
-        rows.append([verdict, escape(str(item["host"])), escape(detail + (f" ({failed})" if failed else ""))])
+        rows.append([verdict, escape(item.host), escape(detail + (f" ({failed})" if failed else ""))])
     print_rows(console, FLEET_COLUMNS, rows, header=False)
     ready_hosts = sum(1 for item in results if _ready(item))
     console.print(f"[bold]{ready_hosts} of {len(results)} hosts ready[/]")
 
 
-def print_checklist(checks: list[Check], target: dict[str, Any], console: Console | None = None, *,
+def print_checklist(checks: list[Check], target: PreflightTarget, console: Console | None = None, *,
                     fixes: bool = True) -> None:
     """The human report: one row per check, the verdict, then every distinct fix (unwrapped);
     ``fixes=False``: a fleet's, whose fixes are printed once for all hosts."""

@@ -133,11 +133,14 @@ def emit(profile: dict[str, Any], *, as_json: bool, output: str | None, code: in
 @click.option("--full", is_flag=True, help="Fleet mode: every host's full report after the one-row-per-host summary.")
 @click.option("--emit-drafter-config", "emit_drafter", nargs=2,
               type=(click.Choice(("dflash", "eagle3")), click.Path(dir_okay=False)),
-              help="Also write a DFlash or EAGLE-3 drafter config skeleton for this target: KIND FILE.")
+              help="Also write a DFlash or EAGLE-3 drafter config.json for this target: KIND FILE.")
+@click.option("--engine", "drafter_engine", type=click.Choice(("sglang", "vllm")),
+              help="With --emit-drafter-config: the engine whose layer-id conventions the config follows "
+              "(default: the one found on the host; SGLang's otherwise).")
 @fleet_options
 @connection_options
 def probe(as_json: bool, output: str | None, save_raw: str | None, parallel: int | None, full: bool,
-          emit_drafter: tuple[str, str] | None, **kwargs: Any) -> Finished:
+          emit_drafter: tuple[str, str] | None, drafter_engine: str | None, **kwargs: Any) -> Finished:
     """Profile a model directory: architecture, experts, tokenizer, chat template, venv, engines, GPUs, plan."""
     selection = HostSelection.from_kwargs(kwargs)
     flags = ConnectionFlags.from_kwargs(kwargs)
@@ -166,7 +169,7 @@ def probe(as_json: bool, output: str | None, save_raw: str | None, parallel: int
     if fatal is not None and not as_json:
         raise fatal  # nothing was read: one error and fix, no report of unknowns
     failed = tuple(filter(None, [saved(save_raw, outcome.raw, "--save-raw") if save_raw else None,
-                                 _drafter(outcome.profile, emit_drafter) if emit_drafter else None]))
+                                 _drafter(outcome.profile, emit_drafter, drafter_engine) if emit_drafter else None]))
     error = fatal or outcome.error
     document = outcome.profile if error is None else {**outcome.profile, "error": error_of(error, outcome.code)}
     unsaved = emit(document, as_json=as_json, output=output, code=outcome.code, failed=failed)
@@ -189,11 +192,11 @@ def _stopped(stop: ProbeInterrupted, *, as_json: bool, output: str | None, save_
     return Finished(stop.exit_code, (stopped, *unsaved))
 
 
-def _drafter(profile: dict[str, Any], emit_drafter: tuple[str, str]) -> Notice | None:
-    from introspect.cli.cmd_plan import write_drafter_config
+def _drafter(profile: dict[str, Any], emit_drafter: tuple[str, str], engine: str | None) -> Notice | None:
+    from introspect.cli.cmd_plan import DraftShape, write_drafter_config
 
     try:
-        write_drafter_config(profile, emit_drafter[0], emit_drafter[1])
+        write_drafter_config(profile, emit_drafter[0], emit_drafter[1], DraftShape(engine))
     except IntrospectError as exc:
         return Notice(f"--emit-drafter-config: {exc.message}; the profile was printed", exc.hint,
                       kind=type(exc).__name__)
@@ -276,11 +279,12 @@ def _profiles_from_tree(directory: str, *, as_json: bool, output: str | None) ->
     unsaved = tuple(filter(None, [saved(output, document, "--output") if output else None]))
     code = max((int(item["exit_code"]) for item in results), default=0)
     if as_json:
-        echo_json(with_error(document, unsaved, max(code, EXIT_FINDINGS)))
+        echo_json(with_error({**document}, unsaved, max(code, EXIT_FINDINGS)))
     elif not session().quiet:
         for item in results:
             click.echo(f"\n=== {one_line(str(item['host']))} (exit {item['exit_code']}) ===")
-            print_report(item["profile"])
+            if item["profile"] is not None:  # build_profile made one for every host of the tree
+                print_report(item["profile"])
     notices = tuple(Notice(f"{item['host']}: {item['error'].get('message')}", item["error"].get("hint"))
                     for item in results if item["error"])
     return Finished(max(code, EXIT_FINDINGS) if unsaved else code, notices + unsaved)

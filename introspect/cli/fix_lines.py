@@ -17,7 +17,7 @@ it when the line would not fit. A command itself is never folded: it pastes as i
 from __future__ import annotations
 
 import shlex
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from introspect.cli.remote_fix import fix_on_target, split_comment
@@ -26,6 +26,8 @@ from introspect.remote.contract import as_dict
 
 if TYPE_CHECKING:
     from rich.console import Console
+
+    from introspect.client.fleet_items import FleetItem
 
 # First words of the commands our fixes print; any other first word is read as prose.
 PROGRAMS = frozenset({
@@ -122,21 +124,21 @@ def report_optional(profile: dict[str, Any]) -> Fixes:
     return _lines(profile, ("info",))
 
 
-def fleet_fixes(results: Sequence[Mapping[str, Any]]) -> Fixes:
+def fleet_fixes(results: Sequence[FleetItem]) -> Fixes:
     """The fixes of warnings and errors of a fleet's profiles (``probe --all-hosts`` items:
     ``host``, ``profile``), each with the host that needs it and the target it runs through."""
     out = Fixes()
     for item in results:
-        profile = as_dict(item.get("profile"))
+        profile = item["profile"] or {}
         target = as_dict(profile.get("target"))
         for finding in profile.get("findings") or []:
             finding = as_dict(finding)
             if str(finding.get("severity")) in BLOCKING and finding.get("fix"):
-                out.add(shell_line(str(finding["fix"])), str(item.get("host")), target)
+                out.add(shell_line(str(finding["fix"])), item["host"], target)
     return out
 
 
-def print_fleet_fixes(console: Console, results: Sequence[Mapping[str, Any]]) -> None:
+def print_fleet_fixes(console: Console, results: Sequence[FleetItem]) -> None:
     """One ``To fix:`` block for the fleet: each command once, with the hosts that need it."""
     print_fixes(console, fleet_fixes(results), gap=True)
 

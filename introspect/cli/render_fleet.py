@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections import Counter
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from rich.markup import escape
 
@@ -11,6 +11,9 @@ from introspect.cli.fix_lines import print_fleet_fixes
 from introspect.cli.render import human_count, print_report
 from introspect.cli.render_term import Col, make_console, print_rows
 from introspect.remote.contract import as_dict
+
+if TYPE_CHECKING:
+    from introspect.client.fleet_items import FleetItem
 
 FLEET_COLUMNS = (Col("host"), Col("exit", "num"), Col("model type"), Col("layers", "num"),
                  Col("params (total / active)", "num"), Col("findings"), Col("note", "text"))
@@ -24,31 +27,31 @@ def _findings(profile: dict[str, Any] | None) -> str:
     return ", ".join(parts) or "none"
 
 
-def _note(item: dict[str, Any]) -> str:
-    error = as_dict(item.get("error"))
+def _note(item: FleetItem) -> str:
+    error = item["error"]
     if error:
         return str(error.get("message"))
-    profile = as_dict(item.get("profile"))
+    profile = item["profile"] or {}
     first = next((as_dict(f) for f in profile.get("findings") or [] if as_dict(f).get("severity") == "error"), {})
     return str(first.get("message") or "ok")
 
 
-def fleet_row(item: dict[str, Any]) -> list[str]:
-    profile = as_dict(item.get("profile"))
+def fleet_row(item: FleetItem) -> list[str]:
+    profile = item["profile"] or {}
     arch = as_dict(profile.get("architecture"))
     params = as_dict(arch.get("params"))
     sizes = f"{human_count(params.get('total'))} / {human_count(params.get('active'))}" if params else "-"
     cells = [item["host"], str(item["exit_code"]), str(arch.get("model_type") or "-"),
-             str(arch.get("num_layers") or "-"), sizes, _findings(item.get("profile")), _note(item)]
+             str(arch.get("num_layers") or "-"), sizes, _findings(item["profile"]), _note(item)]
     return [escape(cell) for cell in cells]
 
 
-def progress_row(item: dict[str, Any]) -> str:
+def progress_row(item: FleetItem) -> str:
     mark = "[green]✓[/]" if item["exit_code"] == 0 else "[bold red]✗[/]"
     return f"{mark} {escape(str(item['host']))} [dim](exit {item['exit_code']})[/] {escape(_note(item))}"
 
 
-def print_fleet(results: list[dict[str, Any]], *, full: bool) -> None:
+def print_fleet(results: list[FleetItem], *, full: bool) -> None:
     console = make_console()
     print_rows(console, FLEET_COLUMNS, [fleet_row(item) for item in results])
     if not full:

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import shlex
 from typing import Any
 
 from rich.markup import escape
 from rich.table import Table
 
+from introspect.analysis.serving.engine_readiness import best_for, cite, served_by
 from introspect.cli.render import _kv, _row, human_bytes
 from introspect.cli.render_fold import Rows
 from introspect.cli.render_term import Col
@@ -35,8 +37,7 @@ def _engine_rows(table: Table, engine: dict[str, Any]) -> None:
         table.add_row("  text model", _registered(engine["text_architecture"]) or "-")
     spec = as_dict(engine.get("speculative"))
     if spec:
-        table.add_row("  speculative", f"DFlash {_yes(spec.get('dflash'))}, EAGLE-3 {_yes(spec.get('eagle3'))}; "
-                      + escape(", ".join(spec.get("algorithms") or [])))
+        _speculative_rows(table, spec, as_dict(engine.get("readiness")))
     drafters = [f"{d.get('class')} ({d.get('kind')}{', same family' if d.get('match') == 'family' else ''})"
                 for d in engine.get("drafters") or []]
     drafters += [f"{name} (generic)" for name in engine.get("generic_drafters") or []]
@@ -46,6 +47,62 @@ def _engine_rows(table: Table, engine: dict[str, Any]) -> None:
         condition = f" when {quant['condition']}" if quant.get("condition") else ""
         table.add_row("  quantization", f"{escape(str(quant['checkpoint_method']))}: "
                       f"{_yes(quant.get('supported'))}{escape(condition)}")
+
+
+_VERDICT = {"yes": "[green]yes[/green]", "no": "[red]no[/red]", "unknown": "[yellow]unknown[/yellow]"}
+# Drafter kinds with a row each; the engine's other methods share one row.
+_MAIN_KINDS = ("dflash", "eagle3", "eagle", "mtp")
+
+
+def _verdict_of(readiness: dict[str, Any], kind: str) -> str | None:
+    method = best_for({"readiness": readiness}, kind)
+    return _VERDICT[method["verdict"]] if method else None
+
+
+def _readiness_text(method: dict[str, Any]) -> str:
+    """``yes (hook in Class, file:line)`` or ``no — requires hook (engine file:line): why``."""
+    verdict, where = method.get("verdict"), as_dict(method.get("provided_by"))
+    if verdict == "yes":
+        shown, place = str(method.get("why")), f"{where.get('file')}:{where.get('line')}"
+        if where and place not in shown:
+            shown += f"; {where.get('class')} at {place}"
+        text = f"{_VERDICT['yes']} ({escape(shown)})"
+    else:
+        text = f"{_VERDICT.get(str(verdict), '?')} — {escape(cite(method))}"
+    return text + (f"; {escape(str(method['note']))}" if method.get("note") else "")
+
+
+def _speculative_rows(table: Table, spec: dict[str, Any], readiness: dict[str, Any]) -> None:
+    """Per method: can this engine serve it for the model's class (readiness), not merely does it know it."""
+    knows = escape(", ".join(spec.get("algorithms") or []))
+    if readiness.get("methods"):  # the per-family MTP names of vLLM shown once, as "mtp"
+        knows = escape(", ".join(str(m.get("method")) + (f" (+{len(m['aliases'])} names)" if m.get("aliases") else "")
+                                 for m in (as_dict(m) for m in readiness["methods"])))
+    if not readiness:
+        table.add_row("  speculative", f"knows {knows} (whether this model's class provides what each needs "
+                      "was not read)")
+        return
+    dflash, eagle3 = _verdict_of(readiness, "dflash") or "?", _verdict_of(readiness, "eagle3") or "?"
+    table.add_row("  speculative", f"DFlash {dflash}, EAGLE-3 {eagle3} for {escape(str(readiness.get('architecture')))}"
+                  f"; knows {knows}")
+    methods = [as_dict(m) for m in readiness.get("methods") or []]
+    for method in methods:
+        if method.get("kind") in _MAIN_KINDS:
+            table.add_row(f"  {escape(str(method.get('method')))}", _readiness_text(method))
+    rest = [f"{escape(str(m.get('method')))} {_VERDICT.get(str(m.get('verdict')), '?')}" for m in methods
+            if m.get("kind") not in _MAIN_KINDS]
+    if rest:
+        table.add_row("  other methods", ", ".join(rest))
+
+
+def _served_rows(table: Table, profile: dict[str, Any]) -> None:
+    """Which installed engines can serve each planned drafter for this model's class."""
+    served = served_by([as_dict(e) for e in as_dict(profile.get("engines")).get("engines") or []])
+    for kind, label in (("dflash", "DFlash served by"), ("eagle3", "EAGLE-3 served by")):
+        if served.get(kind):
+            table.add_row(label, ", ".join(f"{escape(str(s['engine']))} {escape(str(s['version']))} "
+                                           f"{escape(str(s['method']))} {_VERDICT[s['verdict']]}"
+                                           for s in served[kind]))
 
 
 def engines_section(profile: dict[str, Any]) -> Table:
@@ -139,17 +196,51 @@ def plan_section(profile: dict[str, Any]) -> Table:
     _row(table, "best", plan.get("best"))
     _row(table, "note", plan.get("reason"))
     drafter = as_dict(as_dict(as_dict(profile.get("architecture")).get("speculative")).get("drafter_plan"))
-    if drafter:
+    if as_dict(plan.get("drafter")):
+        _engine_drafter_rows(table, as_dict(plan["drafter"]), drafter)
+    elif drafter:
         dflash, eagle = as_dict(drafter.get("dflash")), as_dict(drafter.get("eagle3"))
         mask = as_dict(dflash.get("mask_token"))
         shown = f"{escape(str(mask.get('token')))}={mask.get('id')} ({mask.get('kind')})" if mask else "unknown"
         _row(table, "DFlash drafter", f"target_layer_ids {dflash.get('target_layer_ids')} "
-             f"(hidden_states {dflash.get('hidden_states_indices')}), mask {shown}, "
+             f"(hidden_states {dflash.get('hidden_states_indices')}; {_shape(dflash)}), mask {shown}, "
              f"stop ids {dflash.get('stop_ids') or 'unknown'}")
         _row(table, "EAGLE-3 drafter", f"aux layer ids {eagle.get('aux_layer_ids')} (hidden_states "
              f"{eagle.get('hidden_states_indices')}), draft vocab {eagle.get('draft_vocab_size')}")
         _row(table, "layer ids", drafter.get("convention"))
+    if drafter:
+        _served_rows(table, profile)
     return table
+
+
+def _shape(dflash: dict[str, Any]) -> str:
+    taps = dflash.get("draft_taps") or len(dflash.get("target_layer_ids") or [])
+    return f"{taps} taps, {dflash.get('draft_layers')} layers, block {dflash.get('block_size')}"
+
+
+def _engine_drafter_rows(table: Table, member: dict[str, Any], drafter: dict[str, Any]) -> None:
+    """The drafter lines of ``introspect plan``: ids, config keys and serving flags in one engine's terms."""
+    _row(table, "drafter engine", escape(f"{member.get('conventions')} ({member.get('choice')})"
+                                         + (f"; {member['unknown']}" if member.get("unknown") else "")))
+    dflash, eagle = as_dict(member.get("dflash")), as_dict(member.get("eagle3"))
+    plan_dflash = as_dict(drafter.get("dflash"))
+    mask = f"{dflash.get('mask_token')}={dflash.get('mask_token_id')}" if dflash.get("mask_token_id") is not None \
+        else f"unknown ({plan_dflash.get('mask_token_reason')})"
+    _row(table, "DFlash drafter", escape(f"{dflash.get('ids_key')} {dflash.get('target_layer_ids')} "
+                                         f"({_shape(dflash)}), mask {mask}, "
+                                         f"stop ids {plan_dflash.get('stop_ids') or 'unknown'}"))
+    _row(table, "  layer ids", escape(str(dflash.get("ids_convention"))))
+    _serve_row(table, dflash)
+    _row(table, "EAGLE-3 drafter", escape(f"{eagle.get('ids_key')} {eagle.get('aux_layer_ids')}, "
+                                          f"draft vocab {eagle.get('draft_vocab_size')}"))
+    _row(table, "  layer ids", escape(str(eagle.get("ids_convention"))))
+    _serve_row(table, eagle)
+
+
+def _serve_row(table: Table, item: dict[str, Any]) -> None:
+    serving = as_dict(item.get("serving"))
+    _row(table, "  serve with", escape(shlex.join(serving.get("args") or [])
+                                       + f"  # {serving.get('draft_tokens_rule')}"))
 
 
 SERVING_SECTIONS = (engines_section, gpus_section, plan_section)

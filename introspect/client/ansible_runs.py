@@ -12,6 +12,7 @@ from typing import Any
 
 from introspect.analysis.profile import build_profile, exit_code
 from introspect.client.ansible_tree import AnsibleResultExecutor, HostResult, read_tree
+from introspect.client.fleet_items import FleetItem, TreeProfiles, failure_from, failure_of
 from introspect.client.model import ProbeOptions, gather, run_error
 from introspect.client.runner import target_of
 from introspect.errors import InputError, IntrospectError
@@ -32,7 +33,7 @@ PROFILES_SCHEMA = "introspect.fleet-profiles/v1"
 # ------------------------------------------------------------------------ profiles
 
 
-def profile_from_result(host: HostResult) -> dict[str, Any]:
+def profile_from_result(host: HostResult) -> FleetItem:
     """One host's item (``host``, ``exit_code``, ``profile``, ``error``), as ``probe --all-hosts`` makes it."""
     executor = AnsibleResultExecutor(host, "introspect_model")
     doc = host.facts("introspect_model") or {}
@@ -63,10 +64,10 @@ def profile_from_result(host: HostResult) -> dict[str, Any]:
     profile = build_profile(raw)
     error = run_error(raw)
     return {"host": host.name, "exit_code": exit_code(profile, raw), "profile": profile,
-            "error": raw.get("fatal") or (error.as_dict() if error else None)}
+            "error": failure_of(raw.get("fatal")) or (failure_from(error) if error else None)}
 
 
-def profiles_from_tree(directory: str) -> dict[str, Any]:
+def profiles_from_tree(directory: str) -> TreeProfiles:
     """The fleet-profiles document of every host in the tree."""
     items = [profile_from_result(host) for host in read_tree(directory)]
     models = sorted({str((i["profile"] or {}).get("target", {}).get("model_path")) for i in items})

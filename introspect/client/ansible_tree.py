@@ -18,10 +18,10 @@ import json
 import shlex
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, TypedDict, cast
 
 from introspect.errors import ConnectError, InputError, InterpreterError, RemoteError
-from introspect.remote.contract import BEGIN, END
+from introspect.remote.contract import BEGIN, END, JSONObject, Reply, TargetBlock
 from introspect.transport.base import (
     BatchItem,
     ExecResult,
@@ -39,13 +39,41 @@ _MODULES = {"introspect_model": "model_facts", "introspect_health": "venv_health
 _HINT = "pass the directory written by `ansible ... -m introspect.models.<module> --tree DIR`"
 
 
+class RecordedCall(TypedDict, total=False):
+    """One remote task the module ran (integrations/ansible: its ``calls`` list): what was asked, under
+    which interpreter, and how the process ended (its reply frame, or why there is none)."""
+
+    task: str
+    python: str
+    request: JSONObject  # the task's request as the playbook gave it to the module
+    timeout: float
+    reply: Reply | None
+    stdout_tail: str
+    stderr_tail: str
+    exit_status: int | None
+    timed_out: bool
+    seconds: float
+    spawn_error: dict[str, str] | None  # {type, message}: the interpreter could not be started
+
+
+class ModuleFacts(TypedDict, total=False):
+    """``introspect.ansible-facts/v1``: what our Ansible modules leave in ``ansible_facts``."""
+
+    schema: str
+    calls: list[RecordedCall]
+    target: TargetBlock
+    options: dict[str, bool]  # model_facts: remote_code, load_tokenizer, load_model_code as asked
+    skipped_in_check_mode: list[str]
+    venvs: list[JSONObject]  # venv_health: the venvs it was given, as hosts.yaml entries
+
+
 @dataclass(frozen=True)
 class HostResult:
     """One host's file of the tree."""
 
     name: str
     path: str
-    result: dict[str, Any]
+    result: JSONObject  # Ansible's result of the task, as its callback wrote it
 
     @property
     def unreachable(self) -> bool:
@@ -89,9 +117,10 @@ class HostResult:
             return f"{ping}  # then fix ansible_python_interpreter for {self.name}"
         return f"{ping}  # Ansible's own error for this host, in full"
 
-    def facts(self, key: str) -> dict[str, Any] | None:
+    def facts(self, key: str) -> ModuleFacts | None:
         facts = (self.result.get("ansible_facts") or {}).get(key)
-        return facts if isinstance(facts, dict) and facts.get("schema") == FACTS_SCHEMA else None
+        # Our module's facts, told apart from anything else in the file by their schema.
+        return cast(ModuleFacts, facts) if isinstance(facts, dict) and facts.get("schema") == FACTS_SCHEMA else None
 
 
 def read_tree(directory: str) -> list[HostResult]:
@@ -178,7 +207,7 @@ def _one_line(text: Any, cap: int, *, tail: bool = False) -> str:
     return flat[-cap:] if tail else flat[:cap]
 
 
-def _find(calls: list[Any], python: str, task: str, request: dict[str, Any]) -> dict[str, Any] | None:
+def _find(calls: list[RecordedCall], python: str, task: str, request: dict[str, Any]) -> RecordedCall | None:
     for record in calls:
         if not isinstance(record, dict) or record.get("task") != task or record.get("python") != python:
             continue
@@ -189,7 +218,7 @@ def _find(calls: list[Any], python: str, task: str, request: dict[str, Any]) -> 
     return None
 
 
-def _exec_result(record: dict[str, Any]) -> ExecResult:
+def _exec_result(record: RecordedCall) -> ExecResult:
     """The record as the base executor sees a finished process (its frame back on stdout)."""
     reply = record.get("reply")
     stdout = str(record.get("stdout_tail") or "").encode("utf-8")

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import collections
 import contextlib
+import dataclasses
 import errno
 import hashlib
 import json
@@ -28,7 +29,7 @@ import shlex
 import stat
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 from introspect.client.cache_files import (
     ENTRY_MAX_BYTES,
@@ -39,6 +40,10 @@ from introspect.client.cache_files import (
     write_private,
 )
 from introspect.userconfig import make_private_dirs
+
+if TYPE_CHECKING:
+    from introspect.client.model import ProbeOptions
+    from introspect.remote.contract import RawFacts, TargetBlock
 
 CACHE_SCHEMA = 2  # 2: the tool's version and a sha256 of the raw facts in every entry
 CACHE_MAX_ENV = "INTROSPECT_CACHE_MAX_BYTES"
@@ -82,14 +87,14 @@ def tool_version() -> str:
     return str(introspect.__version__)
 
 
-def cache_key(target: dict[str, Any], options: dict[str, Any]) -> str:
+def cache_key(target: TargetBlock, options: ProbeOptions) -> str:
     # The version is part of the key: another release may gather or read raw facts differently.
-    material = json.dumps({"version": tool_version(), "target": target, "options": options},
+    material = json.dumps({"version": tool_version(), "target": target, "options": dataclasses.asdict(options)},
                           sort_keys=True, default=str)
     return hashlib.sha256(material.encode("utf-8")).hexdigest()
 
 
-def cacheable(raw: dict[str, Any]) -> bool:
+def cacheable(raw: RawFacts) -> bool:
     files = raw.get("files")
     if raw.get("fatal") or not isinstance(files, dict) or files.get("status") != "ok":
         return False
@@ -126,7 +131,7 @@ def damage(raw: Any, digest: str) -> str | None:
         return f"its raw facts lack {', '.join(wrong)}"
     if raw["fingerprint"].get("digest") != digest:
         return "its raw facts were gathered under another fingerprint"
-    if not cacheable(raw):
+    if not cacheable(cast("RawFacts", raw)):  # its sections are objects (checked above)
         return "its raw facts are of a failed run"
     from introspect.analysis.raw_guard import repair_raw  # the shapes `profile RAW.json` checks too
 
@@ -134,7 +139,7 @@ def damage(raw: Any, digest: str) -> str | None:
     return f"its raw facts are damaged ({findings[0].message})" if findings else None
 
 
-def _check(entry: Any, key: str) -> tuple[str, dict[str, Any]]:
+def _check(entry: Any, key: str) -> tuple[str, RawFacts]:
     """(digest, raw facts) of a parsed entry; Untrusted when any part of it does not hold."""
     if not isinstance(entry, dict) or not entry:
         raise Untrusted("is empty" if entry in ({}, None, [], "") else "is not a cache entry")
@@ -151,7 +156,7 @@ def _check(entry: Any, key: str) -> tuple[str, dict[str, Any]]:
     if reason:
         raise Untrusted(reason)
     assert isinstance(raw, dict)
-    return digest, raw
+    return digest, cast("RawFacts", raw)  # damage() checked its shapes as `profile RAW.json` does
 
 
 def _write_hint(root: Path, exc: OSError) -> str:
@@ -171,11 +176,11 @@ class ProbeCache:
     def _path(self, key: str) -> Path:
         return self.root / f"{key}.json"
 
-    def get(self, key: str, digest: str | None) -> dict[str, Any] | None:
+    def get(self, key: str, digest: str | None) -> RawFacts | None:
         stored = self.entry(key) if digest else None
         return stored[1] if stored is not None and stored[0] == digest else None
 
-    def entry(self, key: str) -> tuple[str, dict[str, Any]] | None:
+    def entry(self, key: str) -> tuple[str, RawFacts] | None:
         """(the digest it was stored under, the raw facts) of a sound entry, else None.
 
         An entry that is there but cannot be trusted is removed, with a warning."""
@@ -206,7 +211,7 @@ class ProbeCache:
             return
         _warn(f"result cache entry {path} {why}; removed it and probed live")
 
-    def put(self, key: str, raw: dict[str, Any]) -> None:
+    def put(self, key: str, raw: RawFacts) -> None:
         fingerprint = raw.get("fingerprint")
         digest = fingerprint.get("digest") if isinstance(fingerprint, dict) else None
         if not digest or not cacheable(raw):

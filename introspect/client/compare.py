@@ -20,11 +20,12 @@ from typing import TYPE_CHECKING, Any
 from introspect.analysis.diff.compare import RowInput
 from introspect.client.documents import read_document
 from introspect.client.fleet import FleetMonitor
+from introspect.client.fleet_items import FleetItem, FreeDisk, failure_of
 from introspect.client.model import ProbeRequest, probe_model
 from introspect.client.probe_fleet import run_items
 from introspect.errors import IntrospectError
 from introspect.interrupts import Terminated
-from introspect.remote.contract import RAW_SCHEMA, as_dict
+from introspect.remote.contract import RAW_SCHEMA, HealthRequest, JSONObject, as_dict
 from introspect.transport.base import Executor
 
 if TYPE_CHECKING:
@@ -49,7 +50,7 @@ def rows_from_files(paths: Sequence[str]) -> list[RowInput]:
     return rows
 
 
-def _rows_of(path: str, document: dict[str, Any]) -> list[RowInput]:
+def _rows_of(path: str, document: JSONObject) -> list[RowInput]:
     stem = Path(path).name.removesuffix(".json") if path != "-" else "stdin"
     if document["schema"] == FLEET_SCHEMA:
         return [row_of(item, source="file", file=path) for item in document.get("hosts") or []
@@ -62,7 +63,7 @@ def _rows_of(path: str, document: dict[str, Any]) -> list[RowInput]:
     return [_checked(RowInput(stem, "file", document, file=path))]
 
 
-def row_of(item: dict[str, Any], *, source: str, file: str | None = None) -> RowInput:
+def row_of(item: FleetItem | JSONObject, *, source: str, file: str | None = None) -> RowInput:
     """A fleet item (``host``, ``exit_code``, ``profile``, ``error``) as a row."""
     profile = item.get("profile") if isinstance(item.get("profile"), dict) else None
     error = as_dict(item.get("error")) or None
@@ -71,7 +72,8 @@ def row_of(item: dict[str, Any], *, source: str, file: str | None = None) -> Row
     code = item.get("exit_code")
     row = RowInput(str(item.get("host")), source, profile, file=file,
                    exit_code=code if isinstance(code, int) and not isinstance(code, bool) else 1, error=error,
-                   tokenizer_result=item.get("tokenizer_result"), disk=item.get("disk"))
+                   tokenizer_result=as_dict(item.get("tokenizer_result")) or None,
+                   disk=as_dict(item.get("disk")) or None)
     return _checked(row)
 
 
@@ -108,7 +110,7 @@ class CompareInterrupted(Terminated):
     """A signal stopped the live probes: ``items`` in the hosts' order, the unfinished ones
     saying they were not probed (:func:`introspect.client.probe_fleet.not_probed`)."""
 
-    def __init__(self, signum: int, items: list[dict[str, Any]]) -> None:
+    def __init__(self, signum: int, items: list[FleetItem]) -> None:
         super().__init__(signum)
         self.items = items
 
@@ -116,19 +118,19 @@ class CompareInterrupted(Terminated):
 def probe_for_compare(request: ProbeRequest, hosts: Sequence[HostEntry],
                       make_executor: Callable[[HostEntry], Executor], *, parallel: int,
                       inventory: Inventory | None, ad_hoc: bool = False,
-                      on_done: Callable[[dict[str, Any]], None] | None = None) -> list[dict[str, Any]]:
+                      on_done: Callable[[FleetItem], None] | None = None) -> list[FleetItem]:
     """One item per host (``host``, ``exit_code``, ``profile``, ``error``, ``tokenizer_result``,
     ``disk``), in ``hosts`` order. ``ad_hoc``: the hosts are no inventory entries (``--host``,
     this machine), so no entry's venv or interpreter applies."""
     monitor = FleetMonitor()
 
-    def work(entry: HostEntry) -> dict[str, Any]:
+    def work(entry: HostEntry) -> FleetItem:
         executor = make_executor(entry)
         with monitor.connection(entry.name, closer=executor.close):
             outcome = probe_model(request, executor, None if ad_hoc else entry, inventory)
-        item = {"host": entry.name, "exit_code": outcome.code, "profile": outcome.profile,
-                "error": outcome.raw.get("fatal"), "tokenizer_result": outcome.raw.get("tokenizer_probe"),
-                "disk": None}
+        item: FleetItem = {"host": entry.name, "exit_code": outcome.code, "profile": outcome.profile,
+                           "error": failure_of(outcome.raw.get("fatal")),
+                           "tokenizer_result": outcome.raw.get("tokenizer_probe"), "disk": None}
         if item["error"] is None:
             second = make_executor(entry)
             with monitor.connection(entry.name, closer=second.close):
@@ -139,18 +141,18 @@ def probe_for_compare(request: ProbeRequest, hosts: Sequence[HostEntry],
                      interrupted=CompareInterrupted)
 
 
-def free_disk(executor: Executor, profile: dict[str, Any], timeout: float) -> dict[str, Any]:
-    """``{"path", "free_bytes", "total_bytes", "reason"}`` of the model dir's file system, asked
-    under the interpreter that probed it; a failure is a reason, never the host's error."""
+def free_disk(executor: Executor, profile: dict[str, Any], timeout: float) -> FreeDisk:
+    """The model dir's file system's free space, asked under the interpreter that probed it;
+    a failure is a reason, never the host's error."""
     target = as_dict(profile.get("target"))
     path = as_dict(profile.get("files")).get("real_path") or target.get("model_path")
     python = target.get("python")
     if not isinstance(path, str) or not isinstance(python, str):
         return {"path": None, "free_bytes": None, "total_bytes": None, "reason": "the probe named no model dir"}
-    request = {"imports": [], "model_dirs": [path], "nvidia_smi": False}
+    request = HealthRequest(imports=[], model_dirs=[path], nvidia_smi=False)
     try:
         with executor:
-            reply = executor.run_python(python, "health", request, timeout=min(timeout, DISK_TIMEOUT_S))
+            reply = executor.run_python(python, "health", dict(request), timeout=min(timeout, DISK_TIMEOUT_S))
     except IntrospectError as exc:
         return {"path": path, "free_bytes": None, "total_bytes": None, "reason": f"not measured: {exc.one_line()}"}
     facts = reply.facts if isinstance(reply.facts, dict) else {}

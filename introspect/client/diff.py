@@ -22,6 +22,7 @@ from introspect.transport.base import Executor
 
 if TYPE_CHECKING:
     from introspect.inventory import HostEntry, Inventory
+    from introspect.remote.contract import RawFacts
 
 # host name -> its executor and inventory entry (the CLI's connection layers).
 ExecutorFor = Callable[[str], "tuple[Executor, HostEntry | None]"]
@@ -104,13 +105,14 @@ def live_profile(side: Side, make_executor: ExecutorFor, opts: LiveOptions) -> d
     return outcome.profile
 
 
-def _check_raw(side: Side, raw: dict[str, Any]) -> None:
+def _check_raw(side: Side, raw: RawFacts) -> None:
     """A run that could not read the model is an error here: a diff against nothing means nothing."""
     fatal = raw.get("fatal")
     if isinstance(fatal, dict):
         raise IntrospectError(f"{side.text}: {fatal.get('message')}", hint=fatal.get("hint"),
                               stage=fatal.get("stage"))
-    status = (raw.get("files") or {}).get("status")
+    files = raw.get("files")
+    status = files.get("status") if files else None
     if status and status != "ok":
         raise ModelPathError(f"{side.text}: model path {raw['target'].get('model_path')!r}: {status}",
                              hint="give the directory that holds config.json")

@@ -12,17 +12,27 @@ import datetime
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypedDict, cast
 
 from introspect.client.fleet import DEFAULT_STAGGER_S, FleetMonitor, ItemFailure, run_fleet
 from introspect.client.hub import first_message
 from introspect.client.preload import preload
 from introspect.errors import IntrospectError, RemoteError
-from introspect.remote.contract import DEFAULT_FILES_TIMEOUT, as_dict, interpreter
+from introspect.remote.contract import (
+    DEFAULT_FILES_TIMEOUT,
+    DiscoverReply,
+    DiscoverRequest,
+    ErrorRecord,
+    JSONObject,
+    as_dict,
+    interpreter,
+)
 from introspect.transport.base import Executor
 
 if TYPE_CHECKING:
+    from introspect.documents.profile_architecture import Architecture, Quantization
     from introspect.inventory import HostEntry, Inventory
+
 
 # The aggregator's modules that a listing row needs, once a host has answered.
 SUMMARY_MODULES = ("introspect.analysis.architecture.section", "introspect.analysis.architecture.speculative")
@@ -38,53 +48,141 @@ DEFAULT_TIMEOUT = 90.0
 def discover_request(roots: list[str] | tuple[str, ...], *, optional_roots: tuple[str, ...] = (),
                      max_depth: int = DEFAULT_MAX_DEPTH, use_hf_scanner: bool = True,
                      hf_cache: str | None = None, json_cap: int = DEFAULT_SHIP_CAP,
-                     deadline: float = DEFAULT_FILES_TIMEOUT) -> dict[str, Any]:
+                     deadline: float = DEFAULT_FILES_TIMEOUT) -> DiscoverRequest:
     return {"roots": list(roots), "optional_roots": list(optional_roots), "max_depth": max_depth,
             "use_hf_scanner": use_hf_scanner, "hf_cache": hf_cache, "json_cap": json_cap,
             "deadline": deadline}
 
 
 def discover_facts(executor: Executor, python: str, roots: list[str] | tuple[str, ...], *,
-                   timeout: float = 90.0, **options: Any) -> dict[str, Any]:
+                   timeout: float = 90.0, **options: Any) -> DiscoverReply:
     """The whole "discover" reply: models, roots, hf_cache, errors (one remote process)."""
     # The remote walk stops a little before our deadline so that it answers with what it found.
     request = discover_request(roots, deadline=max(1.0, timeout * 0.8), **options)
     for module in SUMMARY_MODULES:
         preload(module)  # while the host walks its roots; summarize_model needs them after the reply
-    reply = executor.run_python(python, "discover", request, timeout=timeout)
+    reply = executor.run_python(python, "discover", dict(request), timeout=timeout)
     if not isinstance(reply.facts, dict):
         raise RemoteError(f"model discovery failed: {first_message(reply.errors)}",
                           hint="run with --debug to see the remote stderr", host=executor.label,
                           stage="discover")
-    facts = dict(reply.facts)
+    facts = cast(DiscoverReply, dict(reply.facts))  # the frame's members were type-checked (transport/frames.py)
     facts["errors"] = list(reply.errors)
     return facts
 
 
-def discover(executor: Executor, python: str, roots: list[str] | tuple[str, ...], **options: Any) -> list[dict[str, Any]]:
+def discover(executor: Executor, python: str, roots: list[str] | tuple[str, ...],
+             **options: Any) -> list[DiscoveredModel]:
     """Model entries under ``roots`` and in the host's HF cache (see remote/tasks/discover.py)."""
-    return list(discover_facts(executor, python, roots, **options).get("models") or [])
+    return models_of(discover_facts(executor, python, roots, **options))
+
+
+def models_of(facts: DiscoverReply) -> list[DiscoveredModel]:
+    """The reply's model entries, read as :class:`DiscoveredModel` (the keys the controller uses)."""
+    return cast("list[DiscoveredModel]", list(facts.get("models") or []))
 
 
 # --------------------------------------------------------------------------- summary
 
 
-def quantization_label(quant: Any) -> str | None:
+# What a model directory's tokenizer and weights files are (remote/facts/model/model_summary.py).
+TokenizerLayout = TypedDict("TokenizerLayout", {"layout": str, "formats": list[str], "remote_code": bool,
+                                                "class": "str | None"}, total=False)
+
+
+class WeightsLayout(TypedDict):
+    format: str | None
+    files: int
+    index: str | None
+
+
+class RemoteDrafter(TypedDict, total=False):
+    """A drafter's signals in its config.json, as the remote side named them."""
+
+    signals: list[str]
+    target: str | None
+    target_key: str | None
+
+
+class DiscoveredModel(TypedDict, total=False):
+    """One model directory as the remote "discover" task reports it (model_summary.describe_model, and
+    the hub fields of remote/facts/model/discovery.py); the keys the controller reads."""
+
+    path: str
+    real_path: str | None
+    source: str
+    root: str | None
+    repo_id: str | None
+    commit: str | None
+    refs: list[str]
+    revision: str | None
+    aliases: list[str]
+    size: int | None
+    file_count: int
+    size_truncated: bool
+    config: JSONObject | None  # config.json as read: JSON from outside, shipped when small enough
+    config_size: int | None
+    config_error: object
+    digest: JSONObject  # a few of config.json's values (model_type, num_layers...), copied as found
+    tokenizer: TokenizerLayout
+    weights: WeightsLayout
+    drafter: RemoteDrafter | None
+    modified: float | None
+    accessed: float | None
+
+
+class DrafterRow(TypedDict):
+    """A listing row's drafter: its kind and the target model it names."""
+
+    kind: str
+    target: str | None
+    target_key: str | None
+    signals: list[str]
+
+
+class ModelRow(TypedDict):
+    """One row of ``introspect models``: a discovered directory, summarised (:func:`summarize_model`)."""
+
+    name: str
+    path: str | None
+    source: str | None
+    repo_id: str | None
+    revision: str | None
+    commit: str | None
+    model_type: str | None
+    text_model_type: str | None
+    family: str | None
+    architectures: list[str]
+    layers: int | None
+    params_total: int | None
+    params_active: int | None
+    quantization: str | None
+    size: int | None
+    tokenizer: str | None
+    tokenizer_class: str | None
+    drafter: DrafterRow | None
+    mtp_layers: int
+    aliases: list[str]
+    config_error: object
+    modified: str | None  # ISO-8601 UTC
+    accessed: str | None
+
+
+def quantization_label(quant: Quantization | None) -> str | None:
     """``compressed-tensors 4-bit pack-quantized g32`` from architecture.quantization."""
-    q = as_dict(quant)
-    if not q:
+    if quant is None:
         return None
-    parts = [str(q.get("method") or "unknown")]
-    if q.get("bits"):
-        parts.append(f"{q['bits']}-bit")
-    if q.get("format"):
-        parts.append(str(q["format"]))
-    if q.get("group_size"):
-        parts.append(f"g{q['group_size']}")
+    parts = [quant.method or "unknown"]
+    if quant.bits:
+        parts.append(f"{quant.bits}-bit")
+    if quant.format:
+        parts.append(quant.format)
+    if quant.group_size:
+        parts.append(f"g{quant.group_size}")
     return " ".join(parts)
 
 
-def model_name(entry: dict[str, Any]) -> str:
+def model_name(entry: DiscoveredModel) -> str:
     """``org/name@main (0123abcd)`` for cache entries, the path otherwise."""
     if entry.get("repo_id"):
         commit = str(entry.get("commit") or "")
@@ -94,14 +192,14 @@ def model_name(entry: dict[str, Any]) -> str:
     return str(entry.get("path"))
 
 
-def _drafter(entry: dict[str, Any], config: Any) -> dict[str, Any] | None:
+def _drafter(entry: DiscoveredModel, config: object) -> DrafterRow | None:
     remote = entry.get("drafter")
     if not isinstance(remote, dict):
         return None
     from introspect.analysis.architecture.speculative import describe_drafter
 
     described = describe_drafter({"path": entry.get("path"), "config": config}) if isinstance(config, dict) else None
-    kind = (described or {}).get("kind")
+    kind = described.kind if described is not None else None
     if not kind or kind == "unknown":
         signals = " ".join(map(str, remote.get("signals") or [])).lower()
         kind = next((k for k in ("dflash", "eagle3", "eagle", "mtp", "medusa") if k in signals), "drafter")
@@ -111,23 +209,22 @@ def _drafter(entry: dict[str, Any], config: Any) -> dict[str, Any] | None:
             "signals": remote.get("signals") or []}
 
 
-def summarize_model(entry: dict[str, Any]) -> dict[str, Any]:
+def summarize_model(entry: DiscoveredModel) -> ModelRow:
     """One listing row: family and type, layers, params (config estimate), quantization, size,
     tokenizer layout, drafter and target. Pure; never raises on a malformed entry."""
-    entry = as_dict(entry)
+    entry = cast(DiscoveredModel, as_dict(entry))  # a malformed entry reads as an empty one
     digest = as_dict(entry.get("digest"))
     config = entry.get("config")
-    arch: dict[str, Any] = {}
+    arch: Architecture | None = None
     if isinstance(config, dict):
-        from introspect.analysis.architecture.section import analyze_architecture
+        from introspect.analysis.architecture.section import architecture_section
 
         path = entry.get("path")
-        arch, _findings = analyze_architecture(config, config_path=f"{path}/config.json" if path else None)
-    estimate = as_dict(as_dict(arch.get("params")).get("config_estimate"))
-    model_type = arch.get("model_type") or digest.get("model_type")
-    text_type = arch.get("text_model_type") or digest.get("text_model_type")
+        arch = architecture_section(config, config_path=f"{path}/config.json" if path else None)[0]
+    estimate = arch.params.config_estimate if arch else None
+    model_type = (arch.model_type if arch else None) or digest.get("model_type")
+    text_type = (arch.text_model_type if arch else None) or digest.get("text_model_type")
     tokenizer = as_dict(entry.get("tokenizer"))
-    spec = as_dict(arch.get("speculative"))
     return {
         "name": model_name(entry),
         "path": entry.get("path"),
@@ -138,16 +235,16 @@ def summarize_model(entry: dict[str, Any]) -> dict[str, Any]:
         "model_type": model_type,
         "text_model_type": text_type,
         "family": text_type if text_type and text_type != model_type else model_type,
-        "architectures": arch.get("architectures") or digest.get("architectures") or [],
-        "layers": arch.get("num_layers") or digest.get("num_layers"),
-        "params_total": estimate.get("total"),
-        "params_active": estimate.get("active"),
-        "quantization": quantization_label(arch.get("quantization")) or digest.get("quant_method"),
+        "architectures": (arch.architectures if arch else None) or digest.get("architectures") or [],
+        "layers": (arch.num_layers if arch else None) or digest.get("num_layers"),
+        "params_total": estimate.total if estimate else None,
+        "params_active": estimate.active if estimate else None,
+        "quantization": quantization_label(arch.quantization if arch else None) or digest.get("quant_method"),
         "size": entry.get("size"),
         "tokenizer": tokenizer.get("layout"),
         "tokenizer_class": tokenizer.get("class"),
         "drafter": _drafter(entry, config),
-        "mtp_layers": spec.get("mtp_layers") or digest.get("mtp_layers") or 0,
+        "mtp_layers": (arch.speculative.mtp_layers if arch else None) or digest.get("mtp_layers") or 0,
         "aliases": list(entry.get("aliases") or []),
         "config_error": entry.get("config_error"),
         "modified": iso_time(entry.get("modified")),
@@ -182,9 +279,9 @@ class HostJob:
 @dataclass
 class HostResult:
     job: HostJob
-    models: list[dict[str, Any]] = field(default_factory=list)
-    warnings: list[dict[str, Any]] = field(default_factory=list)
-    facts: dict[str, Any] = field(default_factory=dict)
+    models: list[ModelRow] = field(default_factory=list)
+    warnings: list[ErrorRecord] = field(default_factory=list)
+    facts: DiscoverReply = field(default_factory=lambda: DiscoverReply())
     error: IntrospectError | None = None
 
 
@@ -253,7 +350,7 @@ def run_job(job: HostJob, make_executor: Callable[[HostJob], Executor], options:
         result.error = exc
         return result
     result.facts = facts
-    result.models = [summarize_model(entry) for entry in facts.get("models") or []]
+    result.models = [summarize_model(entry) for entry in models_of(facts)]
     result.warnings = [e for e in facts.get("errors") or [] if isinstance(e, dict)]
     return result
 

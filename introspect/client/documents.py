@@ -11,6 +11,7 @@ from typing import Any
 
 from introspect.errors import InputError
 from introspect.redact import scrub_document
+from introspect.remote.contract import JSONObject
 from introspect.remote.readers import nesting_too_deep
 
 # Raw facts nest a config (at most 64 levels deep on the host) a few levels down; a saved
@@ -18,8 +19,9 @@ from introspect.remote.readers import nesting_too_deep
 MAX_DOCUMENT_DEPTH = 200
 
 
-def read_document(path: str, schema: str | tuple[str, ...], *, what: str, hint: str) -> dict[str, Any]:
-    """The ``schema`` document (or one of several) at ``path`` (``-`` reads stdin); an :class:`InputError` naming
+def read_document(path: str, schema: str | tuple[str, ...], *, what: str, hint: str) -> JSONObject:
+    """The ``schema`` document (or one of several) at ``path`` (``-`` reads stdin), as read (a user's file:
+    the caller parses it into its model); an :class:`InputError` naming
     the cause, with ``hint`` as its fix, for an unreadable file or another kind of document.
     NaN / Infinity (not JSON, but Python writes them) are read as null and counted in an
     error record of the document, so the profile says so."""

@@ -32,7 +32,7 @@ from collections import Counter
 from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any, Generic, TypeVar
+from typing import Any, Generic, TypedDict, TypeVar
 
 from introspect.interrupts import Terminated, signum_of
 
@@ -51,6 +51,17 @@ class ItemFailure(Generic[T]):
     item: T
     error: BaseException
     seconds: float
+
+
+class FleetStats(TypedDict, total=False):
+    """The ``fleet`` member of a fleet document: --parallel (set by the command) and the monitor's counters."""
+
+    parallel: int
+    stagger_s: float
+    burst: int
+    max_open_connections: int
+    connects_started: int
+    open_connections: int
 
 
 class FleetMonitor:
@@ -147,7 +158,7 @@ class FleetMonitor:
             with contextlib.suppress(Exception):
                 close()
 
-    def stats(self) -> dict[str, Any]:
+    def stats(self) -> FleetStats:
         with self._lock:
             return {"stagger_s": self.stagger_s, "burst": self.burst, "max_open_connections": self._max_open,
                     # Connects started (attempts, failed ones included); each host's

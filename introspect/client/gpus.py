@@ -10,11 +10,12 @@ from __future__ import annotations
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypedDict, cast
 
 from introspect.client.fleet import DEFAULT_STAGGER_S, FleetMonitor, ItemFailure, run_fleet
 from introspect.client.hub import first_message
 from introspect.errors import IntrospectError, RemoteError
+from introspect.remote.contract import ErrorRecord, TargetBlock
 from introspect.transport.base import Executor
 
 if TYPE_CHECKING:
@@ -33,11 +34,39 @@ class GpuJob:
     python: str
 
 
+class GpuDevice(TypedDict, total=False):
+    """One row of ``nvidia-smi --query-gpu`` as remote/facts/host/gpus.py parses it."""
+
+    index: int | None
+    name: str | None
+    memory_total_mib: int | None
+    memory_used_mib: int | None
+    driver_version: str | None
+    pci_bus_id: str | None
+    compute_cap: str | None
+
+
+class GpuFacts(TypedDict, total=False):
+    """The ``gpus`` task's reply (remote/facts/host/gpus.py ``collect_gpus``): a host without
+    nvidia-smi, or a failing one, is a fact (``available`` false and ``reason``)."""
+
+    available: bool
+    reason: str
+    count: int
+    devices: list[GpuDevice]
+    query: str
+    driver_version: str | None
+    cuda_version: str | None
+    topology: dict[str, Any] | None  # {gpus: ["GPU0", ...], links: {"GPU0": {"GPU1": "NV18"}}}
+    error: dict[str, str] | None  # {type, message}
+    errors: list[ErrorRecord]
+
+
 @dataclass
 class GpuResult:
     job: GpuJob
-    facts: dict[str, Any] = field(default_factory=dict)
-    target: dict[str, Any] = field(default_factory=dict)  # scheme, host, port, user, container
+    facts: GpuFacts = field(default_factory=lambda: GpuFacts())
+    target: TargetBlock = field(default_factory=lambda: TargetBlock())
     error: IntrospectError | None = None
 
 
@@ -62,19 +91,19 @@ def plan_gpu_jobs(host: str | None, entries: list[HostEntry] | None, python_exe:
     return [GpuJob("local", None, None, python_exe or sys.executable or "python3")]
 
 
-def gpu_facts(executor: Executor, python: str, timeout: float) -> dict[str, Any]:
+def gpu_facts(executor: Executor, python: str, timeout: float) -> GpuFacts:
     reply = executor.run_python(python, "gpus", {}, timeout=timeout)
     if not isinstance(reply.facts, dict):
         raise RemoteError(f"the GPU query failed: {first_message(reply.errors)}",
                           hint="introspect --debug gpus   # shows the remote stderr", host=executor.label,
                           stage="gpus")
-    return dict(reply.facts)
+    return cast(GpuFacts, dict(reply.facts))  # the frame's members were type-checked (transport/frames.py)
 
 
-def _target(executor: Executor) -> dict[str, Any]:
+def _target(executor: Executor) -> TargetBlock:
     target = executor.target
-    return {"scheme": target.scheme, "host": target.host, "port": target.port, "user": target.user,
-            "container": target.container}
+    return TargetBlock(scheme=target.scheme, host=target.host, port=target.port, user=target.user,
+                       container=target.container)
 
 
 def run_job(job: GpuJob, make_executor: Callable[[GpuJob], Executor], timeout: float,

@@ -23,7 +23,7 @@ import dataclasses
 import time
 from collections.abc import Callable, Hashable, Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any, Final
 
 from introspect.checks.health import (
     DEFAULT_IMPORT_TIMEOUT,
@@ -42,7 +42,11 @@ from introspect.remote.contract import DEFAULT_TOKENIZER_TIMEOUT
 from introspect.transport.base import Executor
 from introspect.userconfig import choose_remote_code
 
-SCHEMA = "introspect.health/v1"
+if TYPE_CHECKING:
+    from introspect.client.fleet import FleetStats
+    from introspect.documents import health as documents
+
+SCHEMA: Final = "introspect.health/v1"
 
 # sshd's MaxSessions defaults to 10 channels per connection; stay well below it so a
 # host with many venvs and models is never refused a channel (and its CPU is not
@@ -317,7 +321,7 @@ class HealthRun:
     run_id: int | None
     started: float
     finished: float
-    fleet: dict[str, Any]  # --parallel and the monitor's connection counters
+    fleet: FleetStats  # --parallel and the monitor's connection counters
 
 
 def check_and_record(hosts: Sequence[HostEntry], executor_for: Callable[[HostEntry], Executor],
@@ -354,22 +358,24 @@ def record_run(store: HistoryStore | GuardedHistory, reports: Sequence[HostRepor
 # -------------------------------------------------------------------------- data
 
 
-def result_dict(result: CheckResult) -> dict[str, Any]:
-    return {"check": result.check, "status": result.status, "message": result.message, "fix": result.fix,
-            "evidence": result.evidence}
+def result_dict(result: CheckResult) -> documents.CheckResult:
+    """One check as its record in ``introspect.health/v1`` (and in ``history --run N``)."""
+    from introspect.documents.health import CheckResult as Record
+
+    return Record(check=result.check, status=result.status, message=result.message, fix=result.fix,
+                  evidence=result.evidence)
 
 
-def report_dict(report: HostReport) -> dict[str, Any]:
-    return {
-        "name": report.name,
-        "address": report.address,
-        "reachable": report.reachable if report.checked else None,  # not checked: unknown
-        "seconds": round(report.seconds, 3),
-        "connections": report.connections,
-        "checks": [result_dict(r) for r in report.host_results],
-        "venvs": [{"path": v.path, "checks": [result_dict(r) for r in v.results],
-                   "drift": [result_dict(r) for r in v.drift]} for v in report.venvs],
-    }
+def report_dict(report: HostReport) -> documents.HostReport:
+    """One host as its record in ``introspect.health/v1``; ``reachable`` is null when not checked."""
+    from introspect.documents import health as records
+
+    venvs = [records.VenvReport(path=v.path, checks=[result_dict(r) for r in v.results],
+                                drift=[result_dict(r) for r in v.drift]) for v in report.venvs]
+    return records.HostReport(name=report.name, address=report.address,
+                              reachable=report.reachable if report.checked else None,
+                              seconds=round(report.seconds, 3), connections=report.connections,
+                              checks=[result_dict(r) for r in report.host_results], venvs=venvs)
 
 
 def all_results(reports: Iterable[HostReport]) -> list[CheckResult]:

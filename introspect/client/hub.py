@@ -7,9 +7,10 @@ answer into a path, or an error naming the revisions the host does have.
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import Any, cast
 
 from introspect.errors import ModelPathError, RemoteError
+from introspect.remote.contract import ResolveReply, ResolveRequest
 from introspect.transport.base import Executor
 
 _NAME = r"[A-Za-z0-9][A-Za-z0-9._-]*"
@@ -30,15 +31,16 @@ def is_repo_id(spec: str) -> bool:
 
 
 def resolve_model(executor: Executor, python: str, spec: str, timeout: float, *,
-                  cache_dir: str | None = None) -> tuple[str, dict[str, Any]]:
+                  cache_dir: str | None = None) -> tuple[str, ResolveReply]:
     """The snapshot directory of hub id ``spec`` in the host's HF cache, and the resolve facts.
 
     Newest cached snapshot unless ``@REV`` names a ref or a commit (prefix). Raises
     ModelPathError (exit 2) naming the cached revisions when nothing matches.
     """
-    request: dict[str, Any] = {"spec": spec, "cache_dir": cache_dir}
-    reply = executor.run_python(python, "resolve", request, timeout=timeout)
-    facts = reply.facts if isinstance(reply.facts, dict) else None
+    request = ResolveRequest(spec=spec, cache_dir=cache_dir)
+    reply = executor.run_python(python, "resolve", dict(request), timeout=timeout)
+    # The frame's members were type-checked (transport/frames.py); its facts are the task's reply.
+    facts = cast(ResolveReply, reply.facts) if isinstance(reply.facts, dict) else None
     if facts is None:
         raise RemoteError(f"resolving {spec} failed: {first_message(reply.errors)}",
                           hint="run with --debug to see the remote stderr", host=executor.label,
@@ -57,7 +59,7 @@ def first_message(errors: list[Any]) -> str:
     return "no answer"
 
 
-def _resolve_hint(facts: dict[str, Any]) -> str:
+def _resolve_hint(facts: ResolveReply) -> str:
     repo = facts.get("repo_id") or "ORG/NAME"
     cached = facts.get("cached_revisions") or []
     if cached:

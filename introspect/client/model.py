@@ -18,7 +18,7 @@ import shlex
 import threading
 import time
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from introspect.client.cache import ProbeCache, cache_key
 from introspect.client.hub import is_repo_id, resolve_model
@@ -41,6 +41,9 @@ from introspect.remote.contract import (
     DEFAULT_MODEL_CODE_TIMEOUT,
     DEFAULT_TOKENIZER_TIMEOUT,
     RAW_SCHEMA,
+    ModelReply,
+    ModelSections,
+    RawFacts,
     TargetBlock,
     interpreter,
 )
@@ -108,7 +111,7 @@ class ProbeRequest:
 @dataclasses.dataclass
 class ProbeOutcome:
     code: int
-    raw: dict[str, Any]
+    raw: RawFacts
     profile: dict[str, Any]
     error: IntrospectError | None = None  # why the run is incomplete (the CLI's error/fix lines)
 
@@ -128,7 +131,7 @@ class ProbeInterrupted(Terminated):
     """A signal stopped the probe. ``raw``: the facts gathered before it, with a ``fatal`` that
     names the signal; ``outcome``: their profile (set by :func:`probe_model`). Never cached."""
 
-    def __init__(self, signum: int, raw: dict[str, Any]) -> None:
+    def __init__(self, signum: int, raw: RawFacts) -> None:
         super().__init__(signum)
         self.raw = raw
         self.outcome: ProbeOutcome | None = None
@@ -137,7 +140,7 @@ class ProbeInterrupted(Terminated):
 # --------------------------------------------------------------------------- gather
 
 
-def gather(executor: Executor, options: ProbeOptions, target: TargetBlock | dict[str, Any]) -> dict[str, Any]:
+def gather(executor: Executor, options: ProbeOptions, target: TargetBlock) -> RawFacts:
     """Raw facts (see docs/raw-facts.md). Connection errors before any fact was
     gathered propagate; anything later is recorded in ``raw["errors"]`` and
     ``raw["fatal"]`` so the caller can still report what was found."""
@@ -146,12 +149,12 @@ def gather(executor: Executor, options: ProbeOptions, target: TargetBlock | dict
     return raw
 
 
-def gather_unless(executor: Executor, options: ProbeOptions, target: TargetBlock | dict[str, Any],
-                  unless_digest: str | None) -> dict[str, Any] | None:
+def gather_unless(executor: Executor, options: ProbeOptions, target: TargetBlock,
+                  unless_digest: str | None) -> RawFacts | None:
     """:func:`gather`, with the model's fingerprint checked first in the same session when
     ``unless_digest`` (a cached entry's) is given: None when it still matches (nothing else ran)."""
     started = time.monotonic()
-    raw: dict[str, Any] = {"schema": RAW_SCHEMA, "target": target, "errors": [], "timings": {},
+    raw: RawFacts = {"schema": RAW_SCHEMA, "target": target, "errors": [], "timings": {},
                            "fatal": None, "tokenizer_probe": None, "model_code_probe": None,
                            "options": {"remote_code": options.remote_code,
                                        "load_tokenizer": options.load_tokenizer,
@@ -187,8 +190,8 @@ def gather_unless(executor: Executor, options: ProbeOptions, target: TargetBlock
     return raw
 
 
-def _partial(stop: ChannelsInterrupted, channels: Sequence[Channel], raw: dict[str, Any],
-             started: float) -> dict[str, Any]:
+def _partial(stop: ChannelsInterrupted, channels: Sequence[Channel], raw: RawFacts,
+             started: float) -> RawFacts:
     """The raw facts of the channels that finished before the signal; each other channel is an
     error record saying the signal stopped it, and ``fatal`` names the signal (exit 128 + it)."""
     message, fix, kind = describe(stop.signum)
@@ -207,7 +210,7 @@ def _partial(stop: ChannelsInterrupted, channels: Sequence[Channel], raw: dict[s
     return raw
 
 
-def _merge(result: ChannelResult, raw: dict[str, Any]) -> None:
+def _merge(result: ChannelResult, raw: RawFacts) -> None:
     """One channel's reply into ``raw``; a failed channel becomes an error record."""
     task = result.channel.task
     if result.error is not None:
@@ -225,11 +228,14 @@ def _merge(result: ChannelResult, raw: dict[str, Any]) -> None:
     if reply.python:
         raw.setdefault("python", reply.python)
     if task == "model" and isinstance(reply.facts, dict):
-        for key in MODEL_SECTIONS:
-            raw[key] = reply.facts.get(key)
-        raw["timings"].update({f"model.{k}": v for k, v in (reply.facts.get("timings") or {}).items()})
+        facts = cast(ModelReply, reply.facts)  # the frame's members were type-checked (transport/frames.py)
+        raw.update(cast(ModelSections, {key: facts.get(key) for key in MODEL_SECTIONS}))
+        raw["timings"].update({f"model.{k}": v for k, v in (facts.get("timings") or {}).items()})
     elif task in ("tokenizer", "model_code"):
-        raw[f"{task}_probe"] = reply.facts
+        if task == "tokenizer":
+            raw["tokenizer_probe"] = reply.facts
+        else:
+            raw["model_code_probe"] = reply.facts
         if reply.supervisor:
             raw["timings"][f"{task}.supervisor"] = reply.supervisor.get("seconds")
             # What the task was allowed and what it took (the largest resident set of its processes).
@@ -237,20 +243,21 @@ def _merge(result: ChannelResult, raw: dict[str, Any]) -> None:
                                                      for key in ("peak_rss", "limits", "memory_limit")}
 
 
-def gather_cached(executor: Executor, options: ProbeOptions, target: TargetBlock | dict[str, Any],
-                  cache: ProbeCache | None, *, refresh: bool) -> dict[str, Any]:
+def gather_cached(executor: Executor, options: ProbeOptions, target: TargetBlock,
+                  cache: ProbeCache | None, *, refresh: bool) -> RawFacts:
     """Raw facts, from the local cache when the remote fingerprint says nothing changed.
 
     One session either way: the fingerprint check goes first in the same batch as the
     probe, which the host runs only when the check fails (no entry: no check at all).
     """
-    key = cache_key(dict(target), dataclasses.asdict(options)) if cache is not None else ""
+    key = cache_key(target, options) if cache is not None else ""
     stored = cache.entry(key) if cache is not None and not refresh else None
     raw = gather_unless(executor, options, target, stored[0] if stored is not None else None)
     if raw is None:
         assert stored is not None
         cached = stored[1]
-        cached["cache"] = {"hit": True, "digest": cached.get("fingerprint", {}).get("digest")}
+        fingerprint = cached.get("fingerprint")
+        cached["cache"] = {"hit": True, "digest": fingerprint.get("digest") if fingerprint else None}
         return cached
     if cache is not None:
         cache.put(key, raw)
@@ -310,8 +317,8 @@ def probe_model(request: ProbeRequest, executor: Executor, entry: HostEntry | No
         except ProbeInterrupted as exc:  # what finished is profiled, then the signal goes on
             stopped, raw = exc, exc.raw
     if resolved is not None:
-        raw["resolved"] = resolved
-    raw["settings"] = settings_block(inventory, remote_code)
+        raw["resolved"] = dict(resolved)
+    raw["settings"] = settings_block(inventory, remote_code).to_dict()
     from introspect.analysis.profile import build_profile, exit_code
 
     profile = build_profile(raw)
@@ -323,7 +330,7 @@ def probe_model(request: ProbeRequest, executor: Executor, entry: HostEntry | No
 
 
 def _gather_within(executor: Executor, options: ProbeOptions, target: TargetBlock,
-                   request: ProbeRequest) -> dict[str, Any]:
+                   request: ProbeRequest) -> RawFacts:
     """gather_cached under the whole-run deadline: past it every channel is closed,
     which makes the remote watchdogs kill their tasks; whatever finished is kept."""
     cache = None if request.no_cache else ProbeCache()
@@ -347,12 +354,13 @@ def _gather_within(executor: Executor, options: ProbeOptions, target: TargetBloc
     return raw
 
 
-def run_error(raw: dict[str, Any]) -> IntrospectError | None:
+def run_error(raw: RawFacts) -> IntrospectError | None:
     """Why a run could not complete (a fatal error, or a model path that is no model dir)."""
     fatal = raw.get("fatal")
     if fatal:
         return IntrospectError(str(fatal.get("message")), hint=fatal.get("hint"), host=fatal.get("host") or None)
-    status = (raw.get("files") or {}).get("status")
+    files = raw.get("files")
+    status = files.get("status") if files else None
     if status == "permission-denied":
         path = str(raw["target"].get("model_path"))
         return ModelPathError(f"model path {path!r}: permission denied: the probe's user cannot list or enter it",

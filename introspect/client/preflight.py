@@ -9,20 +9,20 @@ endpoint, disk and package verdicts. The verdicts are :mod:`introspect.checks.pr
 
 from __future__ import annotations
 
-import dataclasses
 import os
 import shlex
 import urllib.parse
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Final, cast
 
 from introspect.checks.preflight import Check, evaluate, ready
 from introspect.client.fleet import run_fleet
 from introspect.client.runner import Channel, ChannelResult, run_channels, target_of
 from introspect.errors import ConnectError, InterpreterError, IntrospectError, ModelPathError, UsageError
 from introspect.inventory import venv_pip
-from introspect.remote.contract import interpreter
+from introspect.remote.contract import ErrorRecord, PreflightReply, TargetBlock, interpreter
+from introspect.remote.contract import PreflightRequest as RemoteRequest
 from introspect.transport.base import Executor
 from introspect.userconfig import (
     choose_remote_code,
@@ -36,7 +36,7 @@ if TYPE_CHECKING:
     from introspect.documents.preflight import PreflightDocument
     from introspect.inventory import HostEntry, Inventory
 
-SCHEMA = "introspect.preflight/v1"
+SCHEMA: Final = "introspect.preflight/v1"
 TASK = "preflight"
 DEFAULT_PACKAGES = ("transformers", "jinja2")
 DEFAULT_TIMEOUT = 300.0  # the tokenizer part: transformers import, the model's code, the checks
@@ -60,24 +60,40 @@ class PreflightRequest:
     no_remote_code: bool = False
 
 
+class PreflightTarget(TargetBlock, total=False):
+    """The ``target`` block of a preflight report: the probe's, and what the gate checks besides."""
+
+    endpoint: str | None
+    output_dir: str | None
+
+
 @dataclass
 class PreflightReport:
     checks: list[Check]
-    target: dict[str, Any]
-    document: dict[str, Any]  # the --json document
+    target: PreflightTarget
+    document: PreflightDocument  # the --json document
 
     @property
     def ready(self) -> bool:
         return ready(self.checks)
 
     def to_document(self) -> PreflightDocument:
-        """``introspect preflight --json``, typed (validated here)."""
-        from introspect.documents.preflight import PreflightDocument
-
-        return PreflightDocument.model_validate(self.document)
+        """``introspect preflight --json``, typed."""
+        return self.document
 
     def to_json(self) -> str:
-        return self.to_document().to_json()
+        return self.document.to_json()
+
+
+@dataclass
+class PreflightHostResult:
+    """One host of ``preflight --all-hosts``: its report, or why there is none (``error``)."""
+
+    host: str
+    exit_code: int
+    ready: bool
+    report: PreflightReport | None
+    error: dict[str, Any] | None  # IntrospectError.as_dict(): {type, message, hint, ...}
 
 
 def validate(request: PreflightRequest) -> None:
@@ -138,7 +154,7 @@ def run_preflight(request: PreflightRequest, executor: Executor, entry: HostEntr
     remote_code = bool(policy.value)
     python_exe = request.python_exe or (None if venv else executor.default_python)
     endpoint = request.endpoint.rstrip("/") if request.endpoint else None
-    task_request = {"model_path": model, "trust_remote_code": remote_code, "endpoint": endpoint,
+    task_request: RemoteRequest = {"model_path": model, "trust_remote_code": remote_code, "endpoint": endpoint,
                     "endpoint_timeout": request.endpoint_timeout, "api_key_env": request.api_key_env,
                     "output_dir": output_dir, "pipeline_packages": pipeline_packages(request.packages)}
     python = interpreter(python_exe, venv)
@@ -148,73 +164,77 @@ def run_preflight(request: PreflightRequest, executor: Executor, entry: HostEntr
     _require_model_dir(evidence, model)
     checks = evaluate(evidence, min_free_gb=request.min_free_gb, pip=pip_command(venv, python_exe),
                       model_path=model)
-    target = dict(target_of(executor, python, venv, model)) | {"endpoint": endpoint, "output_dir": output_dir}
-    document = build_report(checks, evidence, target) | {"settings": settings_block(inventory, policy)}
+    target = PreflightTarget(**target_of(executor, python, venv, model), endpoint=endpoint, output_dir=output_dir)
+    document = build_report(checks, evidence, target)
+    document.settings = settings_block(inventory, policy)
     return PreflightReport(checks, target, document)
 
 
-def gather(executor: Executor, python: str, request: dict[str, Any], *, timeout: float,
-           light_timeout: float) -> dict[str, Any]:
+def gather(executor: Executor, python: str, request: RemoteRequest, *, timeout: float,
+           light_timeout: float) -> PreflightReply:
     """Both parts' evidence merged; a part that failed leaves its error records instead."""
-    channels = [Channel("light", python, TASK, dict(request, parts=["light"]), light_timeout),
-                Channel("tokenizer", python, TASK, dict(request, parts=["tokenizer"]), timeout, isolate=True)]
-    evidence: dict[str, Any] = {"errors": [], "timings": {}}
+    light: RemoteRequest = {**request, "parts": ["light"]}
+    tokenizer: RemoteRequest = {**request, "parts": ["tokenizer"]}
+    channels = [Channel("light", python, TASK, dict(light), light_timeout),
+                Channel("tokenizer", python, TASK, dict(tokenizer), timeout, isolate=True)]
+    evidence = PreflightReply(errors=[], timings={})
     results = run_channels(executor, channels)
     for channel in channels:
         _merge(evidence, str(channel.key), results[channel.key])
     return evidence
 
 
-def _merge(evidence: dict[str, Any], part: str, result: ChannelResult) -> None:
+def _merge(evidence: PreflightReply, part: str, result: ChannelResult) -> None:
     exc = result.error
     if isinstance(exc, (ConnectError, InterpreterError)) or (exc is not None and not isinstance(exc, IntrospectError)):
         raise exc  # unreachable host (3), unusable interpreter (2), or a bug: no verdict is possible
     if isinstance(exc, IntrospectError):  # a timeout or crash of one part costs that part only
-        evidence["errors"].append({"probe": f"{TASK}.{part}", "type": type(exc).__name__,
-                                   "message": exc.message, "hint": exc.hint})
+        evidence["errors"].append(ErrorRecord(probe=f"{TASK}.{part}", type=type(exc).__name__,
+                                              message=exc.message, hint=exc.hint))
         return
     reply = result.reply
     assert reply is not None
-    facts = reply.facts if isinstance(reply.facts, dict) else {}
-    for key, value in facts.items():
-        if key not in ("errors", "timings"):
-            evidence[key] = value
+    facts = cast(PreflightReply, reply.facts if isinstance(reply.facts, dict) else {})  # checked by transport/frames.py
+    evidence.update(cast(PreflightReply, {k: v for k, v in facts.items() if k not in ("errors", "timings")}))
     evidence["errors"].extend(e for e in reply.errors if isinstance(e, dict))
     evidence["timings"].update({f"{part}.{k}": v for k, v in (facts.get("timings") or {}).items()})
     evidence["timings"][part] = reply.seconds
 
 
-def _require_model_dir(evidence: dict[str, Any], model: str) -> None:
-    status = (evidence.get("model") or {}).get("status")
+def _require_model_dir(evidence: PreflightReply, model: str) -> None:
+    status = evidence.get("model", {}).get("status")
     if status and status != "ok":
         raise ModelPathError(f"model path {model!r}: {status}",
                              hint="pass --model the directory that holds config.json (on the target)",
                              stage="preflight")
 
 
-def build_report(checks: list[Check], evidence: dict[str, Any], target: dict[str, Any]) -> dict[str, Any]:
+def build_report(checks: list[Check], evidence: PreflightReply, target: PreflightTarget) -> PreflightDocument:
     """The --json document: every check with status, evidence and fix."""
-    return {"schema": SCHEMA, "ready": ready(checks), "target": target,
-            "checks": [dataclasses.asdict(c) | {"title": c.title} for c in checks],
-            "errors": evidence.get("errors") or [], "timings": evidence.get("timings") or {}}
+    from introspect.documents.preflight import PreflightCheck, PreflightDocument
+
+    return PreflightDocument(
+        schema=SCHEMA, ready=ready(checks), target=dict(target),
+        checks=[PreflightCheck(name=c.name, status=c.status, evidence=c.evidence, fix=c.fix, message=c.message,
+                               title=c.title) for c in checks],
+        errors=[dict(e) for e in evidence.get("errors") or []],
+        timings={part: seconds for part, seconds in (evidence.get("timings") or {}).items()})
 
 
 def preflight_hosts(request: PreflightRequest, hosts: Sequence[HostEntry],
                     make_executor: Callable[[HostEntry], Executor], *, parallel: int,
-                    inventory: Inventory | None = None) -> list[dict[str, Any]]:
+                    inventory: Inventory | None = None) -> list[PreflightHostResult]:
     """The same gate on many inventory hosts (one connection each, a bounded staggered pool):
     one item per host, in ``hosts`` order: ``host``, ``exit_code``, ``ready``, ``report``, ``error``."""
-    def work(entry: HostEntry) -> dict[str, Any]:
+    def work(entry: HostEntry) -> PreflightHostResult:
         report = run_preflight(request, make_executor(entry), entry, local=False, inventory=inventory)
-        return {"host": entry.name, "exit_code": 0 if report.ready else 1, "ready": report.ready,
-                "report": report, "error": None}
+        return PreflightHostResult(entry.name, 0 if report.ready else 1, report.ready, report, None)
 
-    def failed(entry: HostEntry, exc: BaseException, _seconds: float) -> dict[str, Any]:
+    def failed(entry: HostEntry, exc: BaseException, _seconds: float) -> PreflightHostResult:
         if not isinstance(exc, IntrospectError):
             exc = IntrospectError(f"internal error: {type(exc).__name__}: {exc}",
                                   hint="rerun with --debug and report the traceback", host=entry.name)
-        return {"host": entry.name, "exit_code": exc.exit_code, "ready": False, "report": None,
-                "error": exc.as_dict()}
+        return PreflightHostResult(entry.name, exc.exit_code, False, None, exc.as_dict())
 
     results = run_fleet(hosts, work, parallel=parallel, on_error=failed)
-    return [r if isinstance(r, dict) else failed(r.item, r.error, r.seconds) for r in results]
+    return [r if isinstance(r, PreflightHostResult) else failed(r.item, r.error, r.seconds) for r in results]

@@ -9,9 +9,10 @@ the fleet document as far as it got and exits 128 + the signal, as a single prob
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
-from introspect.client.fleet import FleetInterrupted, FleetMonitor, ItemFailure, run_fleet
+from introspect.client.fleet import FleetInterrupted, FleetMonitor, FleetStats, ItemFailure, run_fleet
+from introspect.client.fleet_items import FleetItem, failure_from, failure_of
 from introspect.client.model import ProbeRequest, probe_model
 from introspect.errors import IntrospectError
 from introspect.interrupts import Terminated, cause, describe
@@ -25,12 +26,12 @@ class FleetProbeInterrupted(Terminated):
     """A signal stopped ``probe --all-hosts``: ``items`` in the hosts' order (the unfinished ones
     from :func:`not_probed`) and the fleet's connection counters so far."""
 
-    def __init__(self, signum: int, items: list[dict[str, Any]], stats: dict[str, Any]) -> None:
+    def __init__(self, signum: int, items: list[FleetItem], stats: FleetStats) -> None:
         super().__init__(signum)
         self.items, self.stats = items, stats
 
 
-def not_probed(entry: HostEntry, signum: int) -> dict[str, Any]:
+def not_probed(entry: HostEntry, signum: int) -> FleetItem:
     """The item of a host the signal stopped before its probe finished: no profile, and why."""
     _text, fix, kind = describe(signum)
     return {"host": entry.name, "exit_code": 128 + signum, "profile": None,
@@ -40,34 +41,34 @@ def not_probed(entry: HostEntry, signum: int) -> dict[str, Any]:
 
 def probe_hosts(request: ProbeRequest, hosts: Sequence[HostEntry], make_executor: Callable[[HostEntry], Executor],
                 *, parallel: int, inventory: Inventory | None = None,
-                on_done: Callable[[dict[str, Any]], None] | None = None,
-                ) -> tuple[list[dict[str, Any]], dict[str, Any]]:
+                on_done: Callable[[FleetItem], None] | None = None,
+                ) -> tuple[list[FleetItem], FleetStats]:
     """One item per host, in ``hosts`` order (``host``, ``exit_code``, ``profile``, ``error``), and
     the fleet's connection counters. ``on_done(item)`` is called in the calling thread as each
     host finishes (a progress display). A signal raises :class:`FleetProbeInterrupted`."""
     monitor = FleetMonitor()
 
-    def work(entry: HostEntry) -> dict[str, Any]:
+    def work(entry: HostEntry) -> FleetItem:
         executor = make_executor(entry)
         with monitor.connection(entry.name, closer=executor.close):
             outcome = probe_model(request, executor, entry, inventory)
         return {"host": entry.name, "exit_code": outcome.code, "profile": outcome.profile,
-                "error": outcome.raw.get("fatal")}
+                "error": failure_of(outcome.raw.get("fatal"))}
 
     items = run_items(hosts, work, parallel=parallel, monitor=monitor, on_done=on_done,
                       interrupted=lambda signum, items: FleetProbeInterrupted(signum, items, monitor.stats()))
     return items, monitor.stats()
 
 
-def run_items(hosts: Sequence[HostEntry], work: Callable[[HostEntry], dict[str, Any]], *, parallel: int,
-              monitor: FleetMonitor, on_done: Callable[[dict[str, Any]], None] | None,
-              interrupted: Callable[[int, list[dict[str, Any]]], BaseException]) -> list[dict[str, Any]]:
+def run_items(hosts: Sequence[HostEntry], work: Callable[[HostEntry], FleetItem], *, parallel: int,
+              monitor: FleetMonitor, on_done: Callable[[FleetItem], None] | None,
+              interrupted: Callable[[int, list[FleetItem]], BaseException]) -> list[FleetItem]:
     """``work`` on every host through :func:`run_fleet`: one item per host in ``hosts`` order, a
     failure as :func:`failed`'s item. ``on_done(item)`` runs in the calling thread as each host
     finishes. A signal raises ``interrupted(signum, items)``, the unfinished hosts' items from
     :func:`not_probed`."""
 
-    def done(_index: int, entry: HostEntry, result: dict[str, Any] | ItemFailure[HostEntry]) -> None:
+    def done(_index: int, entry: HostEntry, result: FleetItem | ItemFailure[HostEntry]) -> None:
         if on_done is not None:
             on_done(_item(result))
 
@@ -80,15 +81,13 @@ def run_items(hosts: Sequence[HostEntry], work: Callable[[HostEntry], dict[str, 
     return [_item(result) for result in results]
 
 
-def failed(entry: HostEntry, exc: BaseException, _seconds: float) -> dict[str, Any]:
+def failed(entry: HostEntry, exc: BaseException, _seconds: float) -> FleetItem:
     code = exc.exit_code if isinstance(exc, IntrospectError) else 1
-    error = exc.as_dict() if isinstance(exc, IntrospectError) else {"type": type(exc).__name__,
-                                                                    "message": str(exc), "hint": None}
-    return {"host": entry.name, "exit_code": code, "profile": None, "error": error}
+    return {"host": entry.name, "exit_code": code, "profile": None, "error": failure_from(exc)}
 
 
-def _item(result: dict[str, Any] | ItemFailure[HostEntry]) -> dict[str, Any]:
-    return result if isinstance(result, dict) else failed(result.item, result.error, result.seconds)
+def _item(result: FleetItem | ItemFailure[HostEntry]) -> FleetItem:
+    return failed(result.item, result.error, result.seconds) if isinstance(result, ItemFailure) else result
 
 
 __all__ = ["FleetProbeInterrupted", "not_probed", "probe_hosts", "run_items"]

@@ -22,7 +22,7 @@ from typing import Any
 from introspect.errors import IntrospectError
 from introspect.interrupts import Terminated, signum_of
 from introspect.redact import scrub_fields
-from introspect.remote.contract import DEFAULT_FILES_TIMEOUT, TargetBlock
+from introspect.remote.contract import DEFAULT_FILES_TIMEOUT, ErrorRecord, TargetBlock
 from introspect.transport.base import BatchItem, Executor, ProbeReply
 
 
@@ -158,7 +158,6 @@ def target_of(executor: Executor, python: str, venv: str | None, model_path: str
     return block
 
 
-def error_record(task: str, exc: IntrospectError) -> dict[str, Any]:
+def error_record(task: str, exc: IntrospectError) -> ErrorRecord:
     """A failed channel as one entry of a reply's ``errors`` list."""
-    return {"probe": task, "type": type(exc).__name__, "message": exc.message, "hint": exc.hint,
-            "stage": exc.stage}
+    return ErrorRecord(probe=task, type=type(exc).__name__, message=exc.message, hint=exc.hint, stage=exc.stage)

@@ -7,7 +7,7 @@ from typing import ClassVar, Literal
 from pydantic import Field
 
 from introspect.documents.base import Document, ErrorMember, Number
-from introspect.documents.profile_serving import ContextFix, GpuBudget, Layout, WeightsBytes
+from introspect.documents.profile_serving import ContextFix, GpuBudget, Layout, PlanDrafter, WeightsBytes
 
 
 class PlanDocument(Document):
@@ -28,4 +28,5 @@ class PlanDocument(Document):
     context_len: int | None = None
     kv_rule: str | None = None
     context_fix: ContextFix | None = None
+    drafter: PlanDrafter | None = None
     error: ErrorMember | None = None

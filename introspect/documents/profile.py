@@ -59,7 +59,8 @@ class ProfileDocument(Document):
     """A model's profile: where it was taken, each section, the findings, the timings."""
 
     SCHEMA: ClassVar[str] = PROFILE
-    schema_: Literal["introspect.profile/v1"] = Field(alias="schema")
+    # ``schema_`` in Python (a type checker reads ``alias`` as the constructor's keyword), ``schema`` in JSON.
+    schema_: Literal["introspect.profile/v1"] = Field(validation_alias="schema", serialization_alias="schema")
     target: Target
     environment: Environment
     architecture: Architecture

@@ -1,15 +1,28 @@
 """The profile's ``architecture`` section (introspect/analysis/architecture/section.py and its helpers).
 
-Family-dependent parts stay JSON objects (``dict[str, Any]``): ``evidence`` (config.json keys
-and their values, as read), ``quantization`` (the checkpoint's own quantization_config keys),
-and the model-code / weights witnesses whose keys follow the remote side's probes.
+The analysis builds these records directly; JSON comes from them at the edge. Only what is
+read from outside stays a JSON object (``JSONObject``): ``evidence`` (config.json keys and
+their values, as read) and the model-code witness's per-run layer descriptions and config
+facts, whose keys follow the remote side's probe (remote/facts/model/model_code_layers.py).
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
+
+from pydantic import Field
 
 from introspect.documents.base import Number, Record
+from introspect.remote.contract import JSONObject
+
+
+class SparseIndexer(Record):
+    """DeepSeek-V3.2's lightning indexer (analysis/architecture/attention.py ``sparse_indexer``)."""
+
+    kind: Literal["sparse_indexer"]
+    index_topk: int
+    index_n_heads: int
+    index_head_dim: int
 
 
 class Attention(Record):
@@ -24,7 +37,7 @@ class Attention(Record):
     v_head_dim: int | None
     sliding_window: int | None
     attention_chunk_size: int | None = None
-    sparse_indexer: dict[str, Any] | None = None  # DeepSeek V3.2's lightning indexer
+    sparse_indexer: SparseIndexer | None = None  # DeepSeek V3.2's lightning indexer
 
 
 class Moe(Record):
@@ -50,12 +63,53 @@ class LayerCounts(Record):
     sliding_layers: int | None
 
 
+class CodeWitness(Record):
+    """What the model-code witness said: built (its exact counts), failed (why) or skipped
+    (analysis/architecture/witnesses.py ``model_code_witness``)."""
+
+    status: Literal["built", "failed", "skipped"]
+    cause: str | None = None
+    stage: str | None = None
+    reason: str | None = None
+    missing_packages: list[str] | None = None
+    class_: str | None = Field(default=None, validation_alias="class", serialization_alias="class")
+    built_with: str | None = None
+    remote_code: bool | None = None
+    total: int | None = None  # without the MTP layers
+    active: int | None = None
+    mtp: int | None = None
+    components: dict[str, int] | None = None  # component -> parameters
+    experts_per_token: int | None = None
+    moe_layers: int | None = None
+    one_expert: int | None = None
+    seconds: dict[str, Number] | None = None  # step -> seconds
+    peak_rss_kib: int | None = None
+
+
+class CodeLayerCounts(LayerCounts):
+    """The layers as the built model's code shows them, with the task's own per-run descriptions."""
+
+    runs: list[JSONObject]  # as the remote side sent them
+    config: JSONObject  # the config class's facts the task sent (class, layer_types runs)
+
+
+class WeightsConfirmation(Record):
+    """Per-layer verdicts the safetensors headers confirm (true), contradict (false) or cannot
+    tell (null); the last three only where such tensors exist (analysis/architecture/weights_check.py)."""
+
+    moe_layers: bool | None
+    mla_layers: bool | None
+    recurrent_layers: bool | None = None
+    indexer_layers: bool | None = None
+    compressed_layers: bool | None = None
+
+
 class LayerSources(Record):
     """What each witness says of the layers: config.json, the model code, the weights."""
 
     config: LayerCounts | None
-    model_code: dict[str, Any] | None
-    weights: dict[str, Any] | None
+    model_code: CodeLayerCounts | CodeWitness | None  # the witness's status when it built nothing
+    weights: WeightsConfirmation | None
 
 
 class Layers(Record):
@@ -67,8 +121,8 @@ class Layers(Record):
     ffn_source: str | None = None
     understood: bool | None = None
     unknown_keys: list[str] | None = None
-    sources: LayerSources
-    why: str | None
+    sources: LayerSources | None = None  # absent only when the witnesses could not be compared
+    why: str | None = None
     settled_by: str | None = None  # "config_class" / "model_code" when that witness settled the layout
 
 
@@ -77,10 +131,34 @@ class ParamCounts(Record):
     active: int | None
 
 
+class WeightsCount(Record):
+    total: int  # without the MTP layers
+    mtp: int
+    vision: int
+
+
 class ParamSources(Record):
     config: ParamCounts | None
-    model_code: dict[str, Any] | None
-    weights: dict[str, Any] | None
+    model_code: CodeWitness | None
+    weights: WeightsCount | None
+
+
+class SafetensorsCount(Record):
+    """The logical parameters the safetensors headers hold (analysis/architecture/safetensors_count.py);
+    a count that met an absurd tensor keeps ``total`` 0 and names it in ``implausible``."""
+
+    total: int
+    implausible: list[str] | None = None
+    by_dtype: dict[str, int] | None = None  # logical dtype -> parameters
+    stored_bytes: int | None = None
+    shards: int
+    shards_failed: int
+    tensors: int | None = None
+    stored_elements: int | None = None
+    excluded_elements: int | None = None
+    text: int
+    mtp: int
+    vision: int
 
 
 class ParamsWhy(Record):
@@ -94,13 +172,13 @@ class Params(Record):
     embedding: int | None
     source: str | None
     config_estimate: ParamCounts
-    safetensors: dict[str, Any] | None  # the counts read from the safetensors headers
+    safetensors: SafetensorsCount | None  # the counts read from the safetensors headers
     breakdown: dict[str, int] | None = None  # component -> parameters
     vision: int | None = None
     assumptions: list[str]
-    sources: ParamSources
-    active_source: str | None
-    why: ParamsWhy
+    sources: ParamSources | None = None  # absent only when the witnesses could not be compared
+    active_source: str | None = None
+    why: ParamsWhy | None = None
 
 
 class Mtp(Record):
@@ -118,8 +196,15 @@ class KvKind(Record):
     bytes_per_token_per_layer: int | None = None
     bytes_per_token: int | None = None
     kv_shared_layers: int | None = None
-    state_bytes_per_layer: int | None = None
+    attention_sublayers: int | None = None  # attention modules per decoder layer, all in the per-layer figure
+    state_bytes_per_layer: int | None = None  # the larger of the engines' figures
     state_bytes_per_sequence: int | None = None
+    state_elements_per_layer: dict[str, int] | None = None  # {"conv": n, "recurrent": n}
+    state_dtypes: dict[str, dict[str, str]] | None = None  # {engine: {"conv": dtype, "recurrent": dtype}}
+    state_bytes_per_layer_by_engine: dict[str, int] | None = None
+    # Cross-attention layers the model-code witness settled: why their K/V are not per token
+    # (analysis/architecture/code_settle.py).
+    note: str | None = None
 
 
 class KvCache(Record):
@@ -129,6 +214,7 @@ class KvCache(Record):
     bytes_per_token: int | None
     per_kind: dict[str, KvKind]
     state_bytes_per_sequence: int | None
+    state_bytes_per_sequence_by_engine: dict[str, int] | None = None
     sliding_window_cap: int | None
     bytes_per_token_beyond_window: int | None
     compress_rates: dict[str, int] | None = None
@@ -149,6 +235,7 @@ class DflashPlan(Record):
     num_target_layers: int | None
     stop_ids: list[int] | None  # null after a stand-in tokenizer, stop_ids_reason says why
     stop_ids_reason: str | None = None
+    draft_taps: int | None = None  # target layers tapped (absent in profiles before taps and depth were apart)
     draft_layers: int
     block_size: int
     target_layer_ids: list[int]
@@ -176,27 +263,48 @@ class DrafterPlan(Record):
     convention: str
     dflash: DflashPlan
     eagle3: Eagle3Plan
+    # The drafter config keys taken from the target (analysis/serving/drafter_fields.py), free-form
+    # config values (RoPE dicts); a null one, or a derived one, has its reason in target_field_notes.
+    target_fields: dict[str, Any] | None = None
+    target_field_notes: dict[str, str] | None = None
+
+
+class Drafter(Record):
+    """A drafter directory found next to the model, read off its config (analysis/architecture/speculative.py)."""
+
+    error: str | None  # why its config could not be read
+    path: str | None
+    kind: str  # dflash, eagle3, eagle, mtp or unknown
+    architectures: list[str] | None
+    num_layers: int | None
+    hidden_size: int | None
+    block_size: int | None
+    target_layer_ids: list[int] | None
+    num_target_layers: int | None
+    mask_token_id: int | None
+    draft_vocab_size: int | None
+    vocab_size: int | None
 
 
 class Speculative(Record):
     mtp_layers: int
     mtp_source: str | None
-    drafters: list[dict[str, Any]]  # drafter directories found next to the model, as the remote side read them
-    drafter_plan: DrafterPlan | None
+    drafters: list[Drafter]  # drafter directories found next to the model
+    drafter_plan: DrafterPlan | None = None  # absent only when the serving sections could not be built
 
 
 class Evidence(Record):
     """Per fact, the config.json keys it was read from and their values (free-form config values);
     empty when there was no config.json."""
 
-    num_layers: dict[str, Any] | None = None
-    layers: dict[str, Any] | None = None
-    attention: dict[str, Any] | None = None
-    moe: dict[str, Any] | None = None
-    quantization: dict[str, Any] | None = None
-    params: dict[str, Any] | None = None
-    kv_cache: dict[str, Any] | None = None
-    speculative: dict[str, Any] | None = None
+    num_layers: JSONObject | None = None
+    layers: JSONObject | None = None
+    attention: JSONObject | None = None
+    moe: JSONObject | None = None
+    quantization: JSONObject | None = None
+    params: JSONObject | None = None
+    kv_cache: JSONObject | None = None
+    speculative: JSONObject | None = None
 
 
 class Summary(Record):
@@ -212,6 +320,43 @@ class Confidence(Record):
     level: str
     reason: str
     verdicts: list[str]
+
+
+class Quantization(Record):
+    """The checkpoint's declared weight quantization, one shape for every method
+    (analysis/architecture/quantization.py); the last five only where the method has them."""
+
+    method: str
+    bits: int | None
+    group_size: int | None
+    symmetric: bool | None
+    format: str | None
+    targets: list[str] | None
+    ignore: list[str] | None
+    strategy: str | None = None  # compressed-tensors
+    type: str | None = None  # compressed-tensors
+    block_size: list[int] | None = None  # compressed-tensors, fp8
+    activation_scheme: str | None = None  # fp8
+    desc_act: bool | None = None  # gptq
+
+
+class ConfigClass(Record):
+    """Which config class read config.json on the host (analysis/architecture/config_witness.py)."""
+
+    class_: str = Field(validation_alias="class", serialization_alias="class")
+    fallback: JSONObject | None  # the remote side's note when transformers' own class stood in
+
+
+class InvalidValue(Record):
+    value: str  # the value as config.json holds it, shortened
+    reason: str
+
+
+class InvalidConfig(Record):
+    """Config values no verdict could use, and the figures left unknown because of them."""
+
+    keys: dict[str, InvalidValue]  # config key -> what was wrong
+    unknown: dict[str, list[str]]  # figure -> the keys that voided it
 
 
 class Architecture(Record):
@@ -230,13 +375,13 @@ class Architecture(Record):
     layers: Layers
     params: Params
     mtp: Mtp
-    quantization: dict[str, Any] | None  # method, bits, group_size, ... as the checkpoint declares them
+    quantization: Quantization | None
     kv_cache: KvCache | None
     speculative: Speculative
     evidence: Evidence
     summary: Summary
     text_architectures: list[str] | None = None
-    confirmed_by_weights: dict[str, Any] | None = None
-    config_class: dict[str, Any] | None = None
+    invalid_config: InvalidConfig | None = None
+    confirmed_by_weights: WeightsConfirmation | None = None
     confidence: Confidence | None = None
-    invalid_config: dict[str, Any] | None = None
+    config_class: ConfigClass | None = None

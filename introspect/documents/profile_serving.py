@@ -3,7 +3,7 @@ the plan section is also the body of ``introspect.plan/v1``."""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
 from pydantic import Field
 
@@ -35,6 +35,59 @@ class EngineDrafter(Record):
     file: str | None
 
 
+Verdict = Literal["yes", "no", "unknown"]
+
+
+class CodeSite(Record):
+    """A line of the engine (path relative to its package) that states a requirement."""
+
+    file: str | None
+    line: int | None
+    text: str | None
+
+
+class ClassSite(Record):
+    """Where a model class provides a requirement (the class statement or the hook's def)."""
+
+    file: str | None
+    line: int | None
+    class_: str | None = Field(alias="class")
+
+
+class ReadinessCheck(Record):
+    """One thing an engine requires of the model class for a method (remote/facts/host/engine_rules.py)."""
+
+    requires: str
+    verdict: Verdict
+    why: str
+    requirement: CodeSite | None
+    provided_by: ClassSite | None
+    delegate: dict[str, Any] | None  # the wrapped model a hook hands the call to
+
+
+class MethodReadiness(Record):
+    """Can the engine serve this speculative method for the model's class (analysis/serving/engine_readiness.py)."""
+
+    method: str
+    kind: str  # dflash, dspark, eagle, eagle3, mtp, ngram, standalone, draft_model, other
+    aliases: list[str]
+    verdict: Verdict
+    why: str
+    requires: str
+    requirement: CodeSite | None
+    provided_by: ClassSite | None
+    checks: list[ReadinessCheck]
+    note: str | None
+
+
+class EngineReadiness(Record):
+    architecture: str | None
+    class_site: ClassSite | None
+    files_parsed: int | None
+    methods: list[MethodReadiness]
+    notes: list[str]
+
+
 class Engine(Record):
     """One serving engine installed in the venv (sglang, vllm, ...) as ``describe_engine`` reports it."""
 
@@ -50,6 +103,7 @@ class Engine(Record):
     drafters: list[EngineDrafter]
     generic_drafters: list[str]
     quantization: dict[str, Any] | None  # the engine's quantization methods vs the checkpoint's
+    readiness: EngineReadiness | None = None  # per speculative method, for this model's class
 
 
 class Engines(Record):
@@ -143,6 +197,48 @@ class Layout(Record):
     kv_bytes_per_token: int | None = None
 
 
+class DrafterServing(Record):
+    """How to serve the drafter with the chosen engine (analysis/serving/drafter_config.py ``_serving``)."""
+
+    args: list[str]
+    draft_tokens: int | None
+    draft_tokens_rule: str
+    source: str
+
+
+class PlanDflashDrafter(Record):
+    target_layer_ids: list[int]
+    ids_key: str
+    ids_convention: str
+    draft_taps: int
+    draft_layers: int
+    block_size: int
+    mask_token: str | None
+    mask_token_id: int | None
+    serving: DrafterServing
+
+
+class PlanEagle3Drafter(Record):
+    aux_layer_ids: list[int]
+    ids_key: str
+    ids_convention: str
+    draft_vocab_size: int | None
+    serving: DrafterServing
+
+
+class PlanDrafter(Record):
+    """The drafter plan in the chosen engine's conventions (analysis/serving/drafter_config.py ``plan_drafter``)."""
+
+    engine: str
+    engine_version: str | None
+    conventions: str
+    conventions_known: bool
+    choice: str
+    unknown: str | None
+    dflash: PlanDflashDrafter
+    eagle3: PlanEagle3Drafter
+
+
 class Plan(Record):
     weights: WeightsBytes | None
     gpus: GpuBudget | None
@@ -157,3 +253,5 @@ class Plan(Record):
     context_len: int | None = None
     kv_rule: str | None = None
     context_fix: ContextFix | None = None
+    drafter: PlanDrafter | None = None  # introspect plan only: the drafter plan in one engine's terms
+

@@ -8,6 +8,9 @@ from pydantic import Field
 
 from introspect.documents.base import Record, TokenId
 
+# ``class`` is a keyword: the field is ``class_`` in Python (the name a typed constructor call
+# uses: a type checker reads ``alias`` as the constructor's keyword), ``class`` in the JSON.
+
 
 class AutoTokenizer(Record):
     """Whether ``AutoTokenizer.from_pretrained`` loads it, and if not, why (tokenizer_autotokenizer.py)."""
@@ -15,7 +18,7 @@ class AutoTokenizer(Record):
     ok: bool | None
     reason: str | None
     trust_remote_code: bool
-    class_: str | None = Field(alias="class")
+    class_: str | None = Field(validation_alias="class", serialization_alias="class")
     transformers_version: str | None
     type: str | None
     cause: str | None
@@ -35,6 +38,11 @@ class ChatTemplate(Record):
     text: str | None
     sample: str | None
     sample_error: dict[str, Any] | None
+    # Only where the host cut the text (a huge template, a sample that rendered megabytes): its true size.
+    text_size: int | None = None
+    text_truncated: bool | None = None
+    sample_size: int | None = None
+    sample_truncated: bool | None = None
 
 
 class TokenizerError(Record):
@@ -47,7 +55,7 @@ class TokenizerError(Record):
 class Sources(Record):
     """Which witness each fact came from (loaded tokenizer, files, ...)."""
 
-    class_: str | None = Field(alias="class")
+    class_: str | None = Field(validation_alias="class", serialization_alias="class")
     vocab_size: str | None
     len: str | None
     bos: str | None
@@ -74,6 +82,8 @@ class TokenizerFiles(Record):
     added_token_conflicts: list[dict[str, Any]]
     choice: dict[str, Any] | None = None  # the vocab file chosen among several, and why
     class_source: str | None = None
+    version: str | None = None  # tekken.json's version (tekken only)
+    model_type: str | None = None  # the ModelProto's model type (sentencepiece only)
 
 
 class AddedTokensCheck(Record):
@@ -89,7 +99,7 @@ class AddedTokensCheck(Record):
 class FromFiles(Record):
     """The files' own answer when a loaded tokenizer answered first (shown when they disagree)."""
 
-    class_: str | None = Field(alias="class")
+    class_: str | None = Field(validation_alias="class", serialization_alias="class")
     vocab_size: int | None
     len: int | None
     bos: TokenId | None
@@ -111,7 +121,7 @@ class Tokenizer(Record):
     native: dict[str, Any] | None  # a native (non-transformers) load: sentencepiece, tiktoken, tekken
     loaded: bool
     source: str
-    class_: str | None = Field(alias="class")
+    class_: str | None = Field(validation_alias="class", serialization_alias="class")
     declared_class: str | None
     vocab_size: int | None
     len: int | None

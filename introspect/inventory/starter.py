@@ -13,15 +13,43 @@ IdentityFile and ProxyJump are written into the entry.
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, TypedDict
 
 from introspect.inventory.checker import HOST_NAME_RE
-from introspect.inventory.model import HostEntry, Inventory
+from introspect.inventory.model import HostEntry, Inventory, VenvEntry
 from introspect.transport.names import host_problem, port_problem, user_problem
 
 DEFAULT_SSH_CONFIG = "~/.ssh/config"
 _PATTERN_CHARS = "*?!"
+
+
+class VenvYaml(TypedDict, total=False):
+    """One ``venvs:`` item of a hosts.yaml entry, in the order it is written."""
+
+    path: str
+    requires: list[str]
+    imports: list[str]
+    models: list[str]
+    min_free_gb: float
+
+
+class HostYaml(TypedDict, total=False):
+    """A hosts.yaml entry as ``init`` writes it (only the keys a source set), in that order."""
+
+    address: str
+    url: str
+    port: int | str  # a port ssh_config spells oddly is written as found (the checker then names it)
+    user: str
+    identity: str
+    passphrase_env: str
+    jump: str
+    python: str
+    tags: list[str]
+    roots: list[str]
+    remote_code: bool
+    venvs: list[VenvYaml]
 
 
 @dataclass
@@ -29,16 +57,18 @@ class Starter:
     """Hosts found in a source, each as its hosts.yaml entry, and the names skipped with why."""
 
     source: str
-    hosts: dict[str, dict[str, Any]] = field(default_factory=dict)
+    hosts: dict[str, HostYaml] = field(default_factory=dict)
     skipped: list[tuple[str, str]] = field(default_factory=list)
 
-    def add(self, name: str, entry: dict[str, Any]) -> None:
+    def add(self, name: str, entry: HostYaml) -> None:
         problem = host_problem(name) or (None if HOST_NAME_RE.match(name) else "is not an inventory name")
         problem = f"the name {problem}" if problem else None
-        for key, check in (("address", host_problem), ("user", user_problem), ("port", port_problem),
-                           ("jump", _jump_problem)):
-            if problem is None and entry.get(key) is not None and check(entry[key]):
-                problem = f"its {key} {entry[key]!r} {check(entry[key])}"
+        checks: tuple[tuple[str, object, Callable[[Any], str | None]], ...] = (
+                  ("address", entry.get("address"), host_problem), ("user", entry.get("user"), user_problem),
+                  ("port", entry.get("port"), port_problem), ("jump", entry.get("jump"), _jump_problem))
+        for key, value, check in checks:
+            if problem is None and value is not None and check(value):
+                problem = f"its {key} {value!r} {check(value)}"
         if problem:
             self.skipped.append((name, problem))
         else:
@@ -72,9 +102,10 @@ def from_ssh_config(path: str | None) -> Starter:
     return starter
 
 
-def _resolved(options: dict[str, Any], name: str) -> dict[str, Any]:
-    """What ``--ssh-config FILE`` says of ``name``, as hosts.yaml keys (only what the file sets)."""
-    entry: dict[str, Any] = {}
+def _resolved(options: dict[str, Any], name: str) -> HostYaml:
+    """What ``--ssh-config FILE`` says of ``name`` (paramiko's lookup: its lower-cased keywords
+    and their values as written), as hosts.yaml keys (only what the file sets)."""
+    entry = HostYaml()
     if options.get("hostname") and options["hostname"] != name:
         entry["address"] = options["hostname"]
     if options.get("user"):
@@ -96,14 +127,26 @@ def from_inventory(inventory: Inventory) -> Starter:
     return starter
 
 
-def _entry(host: HostEntry) -> dict[str, Any]:
-    entry: dict[str, Any] = {"address": host.address} if host.address != host.name and not host.url else {}
-    for key in ("url", "port", "user", "identity", "passphrase_env", "jump", "python"):
-        if getattr(host, key):
-            entry[key] = getattr(host, key)
-    for key in ("tags", "roots"):
-        if getattr(host, key):
-            entry[key] = list(getattr(host, key))
+def _entry(host: HostEntry) -> HostYaml:
+    entry = HostYaml(address=host.address) if host.address != host.name and not host.url else HostYaml()
+    if host.url:
+        entry["url"] = host.url
+    if host.port:
+        entry["port"] = host.port
+    if host.user:
+        entry["user"] = host.user
+    if host.identity:
+        entry["identity"] = host.identity
+    if host.passphrase_env:
+        entry["passphrase_env"] = host.passphrase_env
+    if host.jump:
+        entry["jump"] = host.jump
+    if host.python:
+        entry["python"] = host.python
+    if host.tags:
+        entry["tags"] = list(host.tags)
+    if host.roots:
+        entry["roots"] = list(host.roots)
     if host.remote_code_set:
         entry["remote_code"] = host.remote_code
     venvs = [_venv(venv) for venv in host.venvs]
@@ -112,11 +155,14 @@ def _entry(host: HostEntry) -> dict[str, Any]:
     return entry
 
 
-def _venv(venv: Any) -> dict[str, Any]:
-    out: dict[str, Any] = {"path": venv.path}
-    for key in ("requires", "imports", "models"):
-        if getattr(venv, key):
-            out[key] = list(getattr(venv, key))
+def _venv(venv: VenvEntry) -> VenvYaml:
+    out = VenvYaml(path=venv.path)
+    if venv.requires:
+        out["requires"] = list(venv.requires)
+    if venv.imports:
+        out["imports"] = list(venv.imports)
+    if venv.models:
+        out["models"] = list(venv.models)
     if venv.min_free_gb is not None:
         out["min_free_gb"] = venv.min_free_gb
     return out

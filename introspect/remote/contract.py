@@ -100,6 +100,12 @@ def module_for(distribution: str) -> str:
     return DISTRIBUTION_MODULES.get(distribution, distribution)
 
 
+# A JSON object that comes from outside, unparsed: a config.json's or tokenizer_config.json's
+# contents, a remote code's kwargs. The one spelling of that boundary; a shape of our own is a
+# TypedDict (sections.py, wire.py) or a document model, never this.
+JSONObject = Dict[str, Any]
+
+
 def as_dict(value: Any) -> Dict[str, Any]:
     """``value`` when it is a dict, else ``{}``: raw facts may be malformed or missing."""
     return value if isinstance(value, dict) else {}
@@ -172,10 +178,12 @@ class TargetBlock(TypedDict, total=False):
 # added to its module's __all__ only).
 from . import sections as _sections  # noqa: E402
 from . import wire as _wire  # noqa: E402
+from . import wire_preflight as _wire_preflight  # noqa: E402
 from .sections import *  # noqa: E402,F403
 from .sections import TokenizerProbe  # noqa: E402
 from .wire import *  # noqa: E402,F403
 from .wire import ModelSections  # noqa: E402
+from .wire_preflight import *  # noqa: E402,F403
 
 
 class RawFacts(ModelSections, total=False):
@@ -196,6 +204,10 @@ class RawFacts(ModelSections, total=False):
     resources: Dict[str, Any]  # per isolated task, from its supervisor: {"peak_rss": bytes, "limits": {...}}
     cache: Optional[Dict[str, Any]]
     resolved: Optional[Dict[str, Any]]
+    # The isolated model-code task's reply (remote/tasks/model_code.py): built, params, layers, config,
+    # config_dict (the config class's to_dict()), error.
+    model_code_probe: Optional[Dict[str, Any]]
+    settings: Optional[Dict[str, Any]]  # which inventory and remote-code policy a live run used (userconfig.py)
 
 
 __all__ = [
@@ -205,7 +217,8 @@ __all__ = [
     "DEFAULT_DISCOVER_MAX_MODELS", "DEFAULT_ENDPOINT_TIMEOUT", "DEFAULT_DECODE_BUDGET",
     "DEFAULT_PIPELINE_PACKAGES", "DEFAULT_IMPORT_TIMEOUT", "MODEL_SECTIONS", "WRAPPER_TEXT_CONFIG_KEYS", "MODULE_DISTRIBUTIONS",
     "DISTRIBUTION_MODULES", "DISTRIBUTION_SPELLING", "distribution_for", "spelled", "module_for", "as_dict",
-    "as_list", "venv_python", "interpreter", "ErrorRecord", "error_record", "tag", "TargetBlock", "RawFacts",
+    "as_list", "JSONObject", "venv_python", "interpreter", "ErrorRecord", "error_record", "tag", "TargetBlock", "RawFacts",
 ]
 __all__ += _sections.__all__
 __all__ += _wire.__all__
+__all__ += _wire_preflight.__all__

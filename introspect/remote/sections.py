@@ -11,6 +11,7 @@ from __future__ import annotations
 from typing import Any, Dict, List, Optional, TypedDict
 
 from .sections_added import AddedTokenItem, AddedTokensCheck
+from .sections_engines import ClassSite, CodeSite, EngineReadiness, MethodReadiness, ReadinessCheck
 
 __all__ = [
     "ShortError",
@@ -43,6 +44,11 @@ __all__ = [
     "TokenizerError",
     "LoadedChatTemplate",
     "TokenizerProbe",
+    "CodeSite",
+    "ClassSite",
+    "ReadinessCheck",
+    "MethodReadiness",
+    "EngineReadiness",
 ]
 
 

@@ -40,6 +40,18 @@ if TYPE_CHECKING:  # names only: contract imports this module at run time
         SafetensorsFacts,
         TokenizerFilesFacts,
     )
+    from .wire_preflight import (
+        ConfigIds,
+        DiskFacts,
+        EndpointFacts,
+        MarkersFacts,
+        MasksFacts,
+        MaskTokenFacts,
+        PackagesFacts,
+        PreflightModel,
+        PreflightTokenizer,
+        TemplateFacts,
+    )
 
 
 class Envelope(TypedDict, total=False):
@@ -155,18 +167,21 @@ class PreflightRequest(TypedDict, total=False):
 
 
 class PreflightReply(TypedDict, total=False):
-    """Evidence only; the verdicts are made on the controller (introspect.checks)."""
+    """Evidence only; the verdicts are made on the controller (introspect.checks).
 
-    model: Dict[str, Any]  # {path, status, home}
-    endpoint: Dict[str, Any]  # light part
-    disk: Dict[str, Any]
-    packages: Dict[str, Any]
-    config: Dict[str, Any]  # tokenizer part
-    tokenizer: Dict[str, Any]
-    template: Dict[str, Any]
-    markers: Dict[str, Any]
-    masks: Dict[str, Any]
-    mask_token: Dict[str, Any]
+    Each section's shape is in :mod:`introspect.remote.wire_preflight`; a section the probe
+    could not build is ``{"error": ErrorRecord}`` alone."""
+
+    model: PreflightModel
+    endpoint: EndpointFacts  # light part
+    disk: DiskFacts
+    packages: PackagesFacts
+    config: ConfigIds  # tokenizer part
+    tokenizer: PreflightTokenizer
+    template: TemplateFacts
+    markers: MarkersFacts
+    masks: MasksFacts
+    mask_token: MaskTokenFacts
     errors: List[ErrorRecord]
     timings: Dict[str, float]
 

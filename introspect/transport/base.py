@@ -109,7 +109,7 @@ class ProbeReply:
 
     task: str
     facts: Any
-    errors: list[dict[str, Any]] = field(default_factory=list)
+    errors: list[contract.ErrorRecord] = field(default_factory=list)
     seconds: float = 0.0
     python: dict[str, Any] | None = None
     supervisor: dict[str, Any] | None = None
@@ -243,7 +243,7 @@ class Executor(abc.ABC):
         self._check_fatal(python, reply)
         return self._probe_reply(task, reply, result.seconds, stderr)
 
-    def _check_fatal(self, python: str, reply: dict[str, Any]) -> None:
+    def _check_fatal(self, python: str, reply: contract.Reply) -> None:
         fatal = reply.get("fatal")
         if fatal:
             raise InterpreterError(
@@ -254,7 +254,7 @@ class Executor(abc.ABC):
                 host=self.label, stage="python")
 
     @staticmethod
-    def _probe_reply(task: str, reply: dict[str, Any], seconds: float, stderr: str) -> ProbeReply:
+    def _probe_reply(task: str, reply: contract.Reply, seconds: float, stderr: str) -> ProbeReply:
         return ProbeReply(task=task, facts=reply.get("facts"), errors=list(reply.get("errors") or []),
                           seconds=float(reply.get("seconds") or seconds),
                           python=reply.get("python"), supervisor=reply.get("supervisor"),

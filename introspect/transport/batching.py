@@ -11,13 +11,14 @@ there is none (the session's, when it failed as a whole).
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from introspect.errors import IntrospectError, ProtocolError
 from introspect.transport import shipping
 from introspect.transport.base import GRACE_S, BatchItem, ExecResult, ProbeReply
 
 if TYPE_CHECKING:
+    from introspect.remote.contract import Reply
     from introspect.transport.base import Executor
 
 
@@ -70,7 +71,7 @@ def _each(executor: Executor, python: str, items: list[BatchItem], stdout: bytes
     return out
 
 
-def _frames(stdout: bytes) -> tuple[dict[Any, dict[str, Any]], Exception | None]:
+def _frames(stdout: bytes) -> tuple[dict[int | None, Reply], Exception | None]:
     """The replies by key (the last valid frame of each key answers), and the error that spoiled
     the output, if any.
 

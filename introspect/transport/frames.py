@@ -13,10 +13,10 @@ from deep inside the controller.
 from __future__ import annotations
 
 import json
-from typing import Any
+from typing import Any, cast
 
 from introspect.errors import ProtocolError
-from introspect.remote.contract import BEGIN, END, PROTOCOL
+from introspect.remote.contract import BEGIN, END, PROTOCOL, Reply
 
 # Rerunning changes nothing when the host's own start-up files print over the reply: the fix
 # names where to look (a comment, so that the ``fix:`` line stays paste-safe).
@@ -96,7 +96,7 @@ def _fatal_problem(fatal: dict[str, Any] | None) -> str | None:
         "'fatal.version'", fatal.get("version"), _STR_OR_NONE)
 
 
-def decode(frame: bytes) -> dict[str, Any]:
+def decode(frame: bytes) -> Reply:
     """One frame's body as a checked reply; ProtocolError says why it is none."""
     try:
         # The probe caps what it parses at MAX_JSON_DEPTH, but a reply is still untrusted text:
@@ -108,7 +108,7 @@ def decode(frame: bytes) -> dict[str, Any]:
         raise ProtocolError(f"the probe's reply is not valid JSON: {exc}", hint=NOISE_HINT) from exc
     problem = reply_problem(reply)
     if problem is None:
-        return reply
+        return cast(Reply, reply)  # every member's type was checked just above
     if problem.startswith("the remote probe speaks protocol"):
         raise ProtocolError(problem, hint="# use the same introspect version on both sides")
     raise ProtocolError(f"the probe's reply is damaged: {problem}", hint=NOISE_HINT)
@@ -132,10 +132,10 @@ def bodies(stdout: bytes) -> list[bytes]:
     return found
 
 
-def valid_frames(stdout: bytes) -> list[dict[str, Any]]:
+def valid_frames(stdout: bytes) -> list[Reply]:
     """Every complete frame that reads as a reply, in order; when frames came and none is
     valid, the ProtocolError of the last one (a lone damaged reply is still named)."""
-    frames: list[dict[str, Any]] = []
+    frames: list[Reply] = []
     problem: ProtocolError | None = None
     for body in bodies(stdout):
         try:

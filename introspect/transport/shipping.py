@@ -22,7 +22,7 @@ from typing import TYPE_CHECKING, Any
 
 from introspect import __version__
 from introspect.remote import runner  # noqa: F401  # callers read the frame markers here too
-from introspect.remote.contract import PROTOCOL
+from introspect.remote.contract import PROTOCOL, Reply
 from introspect.transport import frames
 
 if TYPE_CHECKING:
@@ -214,14 +214,14 @@ def batch_envelope(items: list[dict[str, Any]]) -> bytes:
     return json.dumps(body).encode("utf-8") + b"\n"
 
 
-def parse_frames(stdout: bytes) -> list[dict[str, Any]]:
+def parse_frames(stdout: bytes) -> list[Reply]:
     """Every complete, valid frame on stdout, in order (a batch writes one per task); frames that
     fail their type check are skipped (see :mod:`introspect.transport.frames`), and when none is
     valid the last one's ProtocolError is raised."""
     return frames.valid_frames(stdout)
 
 
-def parse_reply(stdout: bytes) -> dict[str, Any] | None:
+def parse_reply(stdout: bytes) -> Reply | None:
     """The last complete valid frame on stdout, or None when there is none (noise, truncation).
 
     A frame begun after it and never ended is the real reply cut short (the probe writes its

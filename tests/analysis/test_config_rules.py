@@ -92,7 +92,9 @@ def test_sparse_indexer_adds_its_keys_and_weights():
     dense = arch_of(config)
     assert "sparse_indexer" not in dense["attention"]
     per_layer = sparse["kv_cache"]["per_kind"]["full_attention"]["bytes_per_token_per_layer"]
-    assert per_layer - dense["kv_cache"]["per_kind"]["full_attention"]["bytes_per_token_per_layer"] == 128 * 2
+    # The indexer key as the engines cache it: 128 fp8 bytes + one fp32 scale per 128 elements (vLLM deepseek_v2.py
+    # DeepseekV32IndexerCache, SGLang index_key_cache.py), not 128 elements at the model's 2 bytes.
+    assert per_layer - dense["kv_cache"]["per_kind"]["full_attention"]["bytes_per_token_per_layer"] == 128 + 4
     indexer = 1536 * 64 * 128 + 7168 * 128 + 2 * 128 + 7168 * 64  # wq_b, wk, k_norm, weights_proj
     assert sparse["params"]["breakdown"]["attention"] - dense["params"]["breakdown"]["attention"] == 61 * indexer
 
@@ -120,7 +122,8 @@ def test_rwkv_is_recurrent_with_a_state_not_pure_attention():
 def test_lightning_layers_have_parameters_and_state_without_a_head_dim_key():
     config = {k: v for k, v in real("minimax-text-01").items() if k != "head_dim"}  # 6144 / 64 = 96
     arch = arch_of(config)
-    assert arch["kv_cache"]["per_kind"]["linear_attention"]["state_bytes_per_layer"] == 64 * 96 * 96 * 2
+    # No conv window; the matrix at SGLang's default fp32 state dtype (the larger engine figure; vLLM: bf16).
+    assert arch["kv_cache"]["per_kind"]["linear_attention"]["state_bytes_per_layer"] == 64 * 96 * 96 * 4
     assert arch["params"]["breakdown"]["recurrent"] == 70 * (5 * 6144 * 64 * 96 + 64 * 96)
 
 

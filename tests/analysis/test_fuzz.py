@@ -21,6 +21,7 @@ from hypothesis import strategies as st
 
 from introspect.analysis.architecture.safetensors_count import count_safetensors
 from introspect.analysis.architecture.section import analyze_architecture
+from introspect.documents.profile_architecture import Quantization
 
 DATA = Path(__file__).resolve().parents[1] / "data"
 SEEDS = [json.loads(p.read_text()) for p in sorted((DATA / "realconfigs").glob("*/config.json"))]
@@ -143,8 +144,10 @@ def test_garbage_side_inputs(safetensors: Any, drafters: Any) -> None:
     )
 )
 def test_counter_on_garbage_groups(groups: list[dict[str, Any]]) -> None:
-    result = count_safetensors({"shards": [{"groups": groups, "error": None}]}, {"bits": 4}, num_layers=3)
-    assert result is not None and result["total"] >= 0
+    four_bits = Quantization(method="unknown", bits=4, group_size=None, symmetric=None, format=None, targets=None,
+                             ignore=None)
+    result = count_safetensors({"shards": [{"groups": groups, "error": None}]}, four_bits, num_layers=3)
+    assert result is not None and result.total >= 0
 
 
 def test_none_and_non_objects_are_findings() -> None:

@@ -260,13 +260,19 @@ def check(folder: str, key: str) -> None:  # noqa: C901 - one branch per kind of
             value["linear_value_head_dim"],
             value["linear_conv_kernel_dim"],
         )
-        state = ((2 * nk * dk + nv * dv) * (conv - 1) + nv * dk * dv) * 2
-        assert arch["kv_cache"]["per_kind"]["gated_deltanet"]["state_bytes_per_layer"] == state
+        # SGLang keeps the conv window at bf16 and the matrix at fp32 (state_dtypes.py), vLLM both at bf16.
+        conv_bytes, matrix = (2 * nk * dk + nv * dv) * (conv - 1) * 2, nv * dk * dv
+        entry = arch["kv_cache"]["per_kind"]["gated_deltanet"]
+        assert entry["state_bytes_per_layer_by_engine"] == {"sglang": conv_bytes + matrix * 4,
+                                                            "vllm": conv_bytes + matrix * 2}
+        assert entry["state_bytes_per_layer"] == conv_bytes + matrix * 4
     elif key == "kda":
         heads, dim, conv = value["num_heads"], value["head_dim"], value["short_conv_kernel_size"]
         assert value["state_per_head"] == f"{dim}x{dim}"
-        state = (3 * heads * dim * (conv - 1) + heads * dim * dim) * 2
-        assert arch["kv_cache"]["per_kind"]["kda"]["state_bytes_per_layer"] == state
+        # Both engines keep KDA's recurrent matrix at fp32 and the conv windows at bf16 (state_dtypes.py).
+        state = 3 * heads * dim * (conv - 1) * 2 + heads * dim * dim * 4
+        assert arch["kv_cache"]["per_kind"]["kda"]["state_bytes_per_layer_by_engine"] == {"sglang": state,
+                                                                                         "vllm": state}
     elif key == "moe_pattern":
         assert "odd layers" in value  # Jamba: MoE iff i % 2 == 1
         assert [kind == "moe" for kind in arch["layers"]["ffn"]] == [
@@ -275,10 +281,12 @@ def check(folder: str, key: str) -> None:  # noqa: C901 - one branch per kind of
     elif key == "sparse_indexer":
         indexer = att["sparse_indexer"]
         assert {k: indexer[k] for k in value} == value and indexer["kind"] == "sparse_indexer"
-        # The indexer's per-token key (index_head_dim) is cached beside the MLA latent in every layer.
-        per_layer = (att["kv_lora_rank"] + att["qk_rope_head_dim"] + value["index_head_dim"]) * 2
+        # The indexer's per-token key is cached beside the MLA latent in every layer, in fp8 with a 4-byte
+        # scale per 128 elements (vLLM deepseek_v2.py DeepseekV32IndexerCache, SGLang index_key_cache.py).
+        key = value["index_head_dim"] + value["index_head_dim"] // 128 * 4
+        per_layer = (att["kv_lora_rank"] + att["qk_rope_head_dim"]) * 2 + key
         assert arch["kv_cache"]["per_kind"]["full_attention"]["bytes_per_token_per_layer"] == per_layer
-        assert arch["kv_cache"]["indexer_bytes_per_token_per_layer"] == value["index_head_dim"] * 2
+        assert arch["kv_cache"]["indexer_bytes_per_token_per_layer"] == key == 132
         assert "sparse_indexer" in arch["summary"]["attention"]
     elif key == "attention_chunk_size":
         assert att["attention_chunk_size"] == value
@@ -319,7 +327,9 @@ def check(folder: str, key: str) -> None:  # noqa: C901 - one branch per kind of
         assert csa["state_bytes_per_layer"] == head * att["sliding_window"] * 2
     elif key == "lightning_state_per_layer":
         heads, dim, _ = (int(x) for x in value.split(" x "))
-        assert arch["kv_cache"]["per_kind"]["linear_attention"]["state_bytes_per_layer"] == heads * dim * dim * 2
+        # At the engines' default state dtype the larger figure is SGLang's fp32 (vLLM: the model's bf16).
+        entry = arch["kv_cache"]["per_kind"]["linear_attention"]
+        assert entry["state_bytes_per_layer_by_engine"] == {"sglang": heads * dim * dim * 4, "vllm": heads * dim * dim * 2}
     elif key == "tie_word_embeddings":
         assert arch["params"]["breakdown"]["lm_head"] == 0  # tied: the head is the embedding
     elif key == "multimodal":

@@ -20,8 +20,15 @@ import pytest
 
 from introspect.analysis.architecture.safetensors_count import count_safetensors
 from introspect.analysis.architecture.section import analyze_architecture
+from introspect.documents.profile_architecture import Quantization
 
 REAL = Path(__file__).resolve().parents[1] / "data" / "realconfigs"
+
+
+def quantization(method: str, bits: int) -> Quantization:
+    """The architecture section's quantization verdict for ``method`` at ``bits`` (nothing else declared)."""
+    return Quantization(method=method, bits=bits, group_size=None, symmetric=None, format=None, targets=None,
+                        ignore=None)
 FAMILIES = Path(__file__).resolve().parents[1] / "data" / "families"
 
 # (name, dtype, stored shape, logical parameters it holds)
@@ -189,19 +196,18 @@ def test_kimi_k25_int4_exact_logical_count(
     kimi_k25: tuple[dict[str, Any], list[Tensor], dict[str, Any]],
 ) -> None:
     config, tensors, summary = kimi_k25
-    quant = {"method": "compressed-tensors", "bits": 4}
-    result = count_safetensors(summary, quant, num_layers=61)
+    result = count_safetensors(summary, quantization("compressed-tensors", 4), num_layers=61)
     assert result is not None
-    assert result["total"] == logical(tensors)
-    assert result["shards"] == 64 and result["tensors"] == len(tensors)
-    assert result["vision"] == 3456 * 1152 + 4608 * 4608
-    assert result["mtp"] == 0
+    assert result.total == logical(tensors)
+    assert result.shards == 64 and result.tensors == len(tensors)
+    assert result.vision == 3456 * 1152 + 4608 * 4608
+    assert result.mtp == 0
     # Summing header elements naively gives the ~170.7 B the model-card reports quote (packed, with scales).
     naive = sum(_prod(shape) for _, _, shape, _ in tensors)
-    assert result["stored_elements"] == naive
+    assert result.stored_elements == naive
     assert naive == pytest.approx(170.7e9 - 0.47e9, rel=0.01)
-    assert result["by_dtype"]["INT4"] == 60 * 384 * 3 * 7168 * 2048
-    assert result["text"] == pytest.approx(1.0264e12, rel=1e-3)
+    assert (result.by_dtype or {})["INT4"] == 60 * 384 * 3 * 7168 * 2048
+    assert result.text == pytest.approx(1.0264e12, rel=1e-3)
 
 
 def test_kimi_k25_profile_uses_the_headers(
@@ -236,12 +242,12 @@ def test_fp8_block_checkpoint_with_mtp_layer() -> None:
     config = case["config"]
     tensors = deepseek_checkpoint(config, "model", "fp8", "fp8")
     summary = summarise(tensors, 163)
-    result = count_safetensors(summary, {"method": "fp8", "bits": 8}, num_layers=61)
+    result = count_safetensors(summary, quantization("fp8", 8), num_layers=61)
     assert result is not None
-    assert result["total"] == logical(tensors)
-    assert result["excluded_elements"] > 0  # the weight_scale_inv tensors
+    assert result.total == logical(tensors)
+    assert (result.excluded_elements or 0) > 0  # the weight_scale_inv tensors
     mtp_tensors = [t for t in tensors if re.match(r"model\.layers\.61\.", t[0])]
-    assert result["mtp"] == logical(mtp_tensors)
+    assert result.mtp == logical(mtp_tensors)
 
     arch, findings = analyze_architecture(config, safetensors=summary)
     assert not [f for f in findings if f["code"] == "params-mismatch"], findings
@@ -351,4 +357,4 @@ def test_mxfp4_gpt_oss_checkpoint() -> None:
 )
 def test_garbage_summaries(summary: Any) -> None:
     result = count_safetensors(summary)
-    assert result is None or result["total"] == 0
+    assert result is None or result.total == 0

@@ -61,7 +61,7 @@ def _small_model(root: Path, index_entries: int = 0) -> Path:
 def test_the_index_is_not_held_to_the_configs_json_cap(tmp_path: Path) -> None:
     model = _small_model(tmp_path / "m", index_entries=100)
     assert (model / "model.safetensors.index.json").stat().st_size > 1000
-    result = run_cli("probe", "--model", str(model), "--no-tokenizer", "--no-cache", "--json",
+    result = run_cli("probe", "--model", str(model), "--no-tokenizer", "--no-model-code", "--no-cache", "--json",
                      "--max-json-bytes", "1KB")
     codes = [f["code"] for f in result.json()["findings"] if "too-large" in f["code"]]
     assert codes == [], codes  # the index has its own cap, never the configs' --max-json-bytes
@@ -160,7 +160,7 @@ def test_inventory_from_env_and_its_remote_code_are_reported(sshd, client_keys, 
     (model / "config.json").write_text(json.dumps({"model_type": "llama"}))
     inventory = _inventory(tmp_path / "fleet.yaml", client_keys, {"h": (sshd.address, sshd.port)},
                            extra="  remote_code: false\n")
-    result = run_cli("probe", "--host", "h", "--model", str(model), "--no-tokenizer", "--no-cache", "--json",
+    result = run_cli("probe", "--host", "h", "--model", str(model), "--no-tokenizer", "--no-model-code", "--no-cache", "--json",
                      "--ssh-config", "/dev/null", env={"INTROSPECT_HOSTS": str(inventory)})
     assert result.code in (0, 1), result.stderr
     settings = result.json()["settings"]

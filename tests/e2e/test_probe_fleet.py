@@ -31,8 +31,9 @@ def test_probe_over_inventory_hosts(fleet, client_keys, kimi_model, venv_full, t
     inventory = tmp_path / "hosts.yaml"
     inventory.write_text("\n".join(lines) + "\n")
 
+    # The file facts answer what is asserted (which hosts, their venv, the pool); no witness.
     result = run_cli("probe", "--hosts", str(inventory), "--ssh-config", "/dev/null", "--tags", "serving",
-                     "--model", str(kimi_model), "--no-tokenizer", "--json")
+                     "--model", str(kimi_model), "--no-tokenizer", "--no-model-code", "--json")
     assert result.code == 3, result.stderr  # the worst host decides: one is down
     doc = result.json()
     by_host = {item["host"]: item for item in doc["hosts"]}
@@ -46,7 +47,7 @@ def test_probe_over_inventory_hosts(fleet, client_keys, kimi_model, venv_full, t
     assert "error: gone:" in result.stderr and "Traceback" not in result.stderr
 
     only = run_cli("probe", "--hosts", str(inventory), "--ssh-config", "/dev/null", "--only", "gpu-1",
-                   "--model", str(kimi_model), "--no-tokenizer", "--json")
+                   "--model", str(kimi_model), "--no-tokenizer", "--no-model-code", "--json")
     assert only.code == 0 and [h["host"] for h in only.json()["hosts"]] == ["gpu-1"]
 
     unknown = run_cli("probe", "--hosts", str(inventory), "--only", "nope", "--model", str(kimi_model))

@@ -28,11 +28,15 @@ def _config(tmp_path, sshd, bastion, client_keys, jump: bool):
     return path
 
 
+# What these tests assert is the connection (aliases, jumps, host keys): the probes read the file
+# facts only, without the tokenizer load and the model-code witness.
+
+
 def test_alias_from_ssh_config(sshd, bastion, client_keys, kimi_model, venv_full, tmp_path):
     config = _config(tmp_path, sshd, bastion, client_keys, jump=False)
     result = run_cli("probe", "--host", "gpu-box", "--ssh-config", str(config), "--known-hosts",
                      str(client_keys.known_hosts), "--model", str(kimi_model), "--venv", str(venv_full),
-                     "--json", "--no-tokenizer")
+                     "--json", "--no-tokenizer", "--no-model-code")
     assert result.code == 0, result.stderr
     assert result.json()["target"]["host"] == "gpu-box"
 
@@ -41,7 +45,7 @@ def test_proxyjump_checks_both_host_keys(sshd, bastion, client_keys, kimi_model,
     config = _config(tmp_path, sshd, bastion, client_keys, jump=True)
     args = ["probe", "--host", "gpu-box", "--ssh-config", str(config), "--known-hosts",
             str(client_keys.known_hosts), "--model", str(kimi_model), "--venv", str(venv_full), "--json",
-            "--no-tokenizer"]
+            "--no-tokenizer", "--no-model-code"]
     # The bastion's key is not trusted yet: the jump hop is refused like any other host.
     refused = run_cli(*args)
     assert_clean_error(refused, 3, "unknown host key", bastion.address)
@@ -56,9 +60,9 @@ def test_jump_flag(sshd, bastion, client_keys, kimi_model, venv_full):
     result = run_cli("probe", "--host", sshd.address, "--port", str(sshd.port), "--identity", str(client_keys.key),
                      "--jump", f"{bastion.address}:{bastion.port}", "--known-hosts", str(client_keys.known_hosts),
                      "--ssh-config", "/dev/null", "--model", str(kimi_model), "--venv", str(venv_full), "--json",
-                     "--no-tokenizer")
+                     "--no-tokenizer", "--no-model-code")
     assert result.code == 0, result.stderr
     stopped = run_cli("probe", "--host", sshd.address, "--port", str(sshd.port), "--identity", str(client_keys.key),
                       "--jump", f"{bastion.address}:1", "--known-hosts", str(client_keys.known_hosts),
-                      "--ssh-config", "/dev/null", "--model", str(kimi_model), "--no-tokenizer")
+                      "--ssh-config", "/dev/null", "--model", str(kimi_model), "--no-tokenizer", "--no-model-code")
     assert_clean_error(stopped, 3, "refused")  # the jump host's port is closed: no silent direct fallback

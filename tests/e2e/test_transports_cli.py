@@ -70,7 +70,7 @@ def test_transport_flag_sends_a_bare_name_through_openssh(sshd, client_keys, kim
     config = _openssh_config(tmp_path, client_keys)
     config.write_text(f"Host gpu-alias\n  HostName {sshd.address}\n  Port {sshd.port}\n" + config.read_text())
     result = _ok(run_cli("probe", "--host", "gpu-alias", "--transport", "openssh", "--ssh-config", str(config),
-                         "--model", str(kimi_model), "--no-tokenizer", "--json"), 0, 1)  # 1: findings
+                         "--model", str(kimi_model), "--no-tokenizer", "--no-model-code", "--json"), 0, 1)  # 1: findings
     target = result.json()["target"]
     assert (target["scheme"], target["host"], target["port"]) == ("openssh", "gpu-alias", sshd.port)
 

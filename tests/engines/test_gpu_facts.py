@@ -124,8 +124,8 @@ def test_missing_nvidia_smi_through_the_real_probe(kimi_model: Path, tmp_path: P
     interpreter is named by its absolute path)."""
     bare = tmp_path / "bin"
     bare.mkdir()
-    result = run_cli("probe", "--model", str(kimi_model), "--python", sys.executable, "--no-tokenizer", "--json",
-                     env={"PATH": str(bare)})
+    result = run_cli("probe", "--model", str(kimi_model), "--python", sys.executable, "--no-tokenizer",
+                     "--no-model-code", "--json", env={"PATH": str(bare)})  # the GPU facts are the files task's
     profile = result.json()
     assert profile["gpus"] == {"probed": True, "available": False, "reason": "nvidia-smi is not on PATH",
                                "count": 0, "models": {}, "devices": [], "memory_total_mib_min": None,

@@ -14,6 +14,7 @@ from pathlib import Path
 
 from introspect.analysis.profile import build_profile
 from introspect.analysis.serving.plan import GpuBudget, plan_section
+from introspect.analysis.serving.plan_context import ContextOptions
 from tests.conftest import run_cli
 from tests.golden.cases import DATA, config_raw
 
@@ -173,8 +174,18 @@ def test_hybrid_layers_use_the_profiles_kv_and_state_rules() -> None:
                         GpuBudget(count=8, memory_bytes=141 * GIB))
     tp8 = {item["name"]: item for item in plan["layouts"]}["TP8 EP8"]
     room = tp8["kv_room_bytes_per_gpu"]
-    assert tp8["state_sequences_per_gpu"] == room // kv["state_bytes_per_sequence"]
-    assert "recurrent layers keep" in plan["kv_rule"]
+    # The state splits over TP with the GDN heads (vLLM gated_delta_net_state_shape divides the value heads
+    # and conv channels by the TP size): one GPU of TP8 keeps an eighth of each sequence's state.
+    assert tp8["state_sequences_per_gpu"] == room // -(-kv["state_bytes_per_sequence"] // 8)
+    assert "recurrent layers keep" in plan["kv_rule"] and "the larger of SGLang's and vLLM's" in plan["kv_rule"]
+    # Named, an engine's own state dtypes price it: vLLM keeps this config's GDN state at bf16 (no
+    # mamba_ssm_dtype in it), SGLang its recurrent matrix at fp32 (architecture/state_dtypes.py).
+    by_engine = kv["state_bytes_per_sequence_by_engine"]
+    assert by_engine["sglang"] == kv["state_bytes_per_sequence"] > by_engine["vllm"]
+    vllm = plan_section(arch, {"bytes": {"experts": 700 * GIB, "tensor_parallel": 40 * GIB}},
+                        GpuBudget(count=8, memory_bytes=141 * GIB), context=ContextOptions(engine="vllm"))
+    tp8 = {item["name"]: item for item in vllm["layouts"]}["TP8 EP8"]
+    assert tp8["state_sequences_per_gpu"] == room // -(-by_engine["vllm"] // 8) and "vllm's state" in vllm["kv_rule"]
 
 
 def test_sliding_layers_are_named_in_the_rule() -> None:

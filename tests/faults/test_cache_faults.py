@@ -9,6 +9,7 @@ import contextlib
 import hashlib
 import json
 import os
+import shutil
 import stat
 import subprocess
 import sys
@@ -41,10 +42,20 @@ def _probe(warm: Warm, *extra: str, cache: Path | None = None, env: dict[str, st
     return result
 
 
-@pytest.fixture()
-def warm(kimi_model: Path, venv_full: Path, tmp_path: Path) -> Warm:
-    """A cache holding one sound entry for the probe of ``kimi_model`` (then served as a hit)."""
-    cache = tmp_path / "cache"
+def _copied(pristine: Warm, cache: Path) -> Warm:
+    """``pristine``'s entry copied, bytes and mode, into ``cache``: the entry names neither its dir
+    nor its file (client/cache.py: the key is the target, options and version), so a copy is the
+    same sound entry."""
+    cache.mkdir(mode=0o700)
+    entry = cache / pristine.entry.name
+    shutil.copy2(pristine.entry, entry)
+    return Warm(pristine.model, pristine.venv, cache, entry, pristine.profile, pristine.code)
+
+
+@pytest.fixture(scope="module")
+def pristine(kimi_model: Path, venv_full: Path, tmp_path_factory: pytest.TempPathFactory) -> Warm:
+    """One cold probe for the module: the sound entry (and the cold profile) every test starts from."""
+    cache = tmp_path_factory.mktemp("pristine") / "cache"
     state = Warm(kimi_model, venv_full, cache, cache, {}, 0)
     cold = _probe(state)
     assert cold.json()["cache"] == {"hit": False}, cold.stderr
@@ -52,7 +63,16 @@ def warm(kimi_model: Path, venv_full: Path, tmp_path: Path) -> Warm:
     assert len(entries) == 1, entries
     state.entry, state.profile, state.code = entries[0], cold.json(), cold.code
     assert _probe(state).json()["cache"]["hit"] is True  # the entry is sound as written
+    copy = _copied(state, tmp_path_factory.mktemp("copy") / "cache")
+    assert _probe(copy).json()["cache"]["hit"] is True  # and so is a copy of it (what each test gets)
     return state
+
+
+@pytest.fixture()
+def warm(pristine: Warm, tmp_path: Path) -> Warm:
+    """A cache of this test's own holding one sound entry for the probe of ``kimi_model`` (a hit):
+    a copy of the module's, instead of two probes per test to write and check one."""
+    return _copied(pristine, tmp_path / "cache")
 
 
 def _healed(warm: Warm, result: CLIResult, *why: str) -> dict:

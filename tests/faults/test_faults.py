@@ -20,6 +20,11 @@ from tests.fixtures.venvs import venv_python
 from tests.sshd_server import free_port, start_sshd, trust
 
 pytestmark = pytest.mark.ssh
+# Where a case's subject is not the model-code witness (a tokenizer that hangs or dies, a broken
+# file, a signal), the probe skips it: ~2 CPU-s of importing transformers and building the config
+# class per probe. The default probe, witness included, runs in the no-trace, secrets and
+# --no-remote-code cases and in two of the hostile-path cases.
+NO_WITNESS = ("--no-model-code",)
 
 
 def probe_args(server, client, model, venv, *extra: str, known_hosts: Path | None = None) -> list[str]:
@@ -95,7 +100,7 @@ def test_changed_host_key_always_refused(tmp_path, client_keys, kimi_model, venv
 def test_hung_tokenizer_is_killed_at_its_timeout(sshd, client_keys, kimi_model, venv_full, tmp_path):
     pidfile = tmp_path / "pids"
     model = tokenizer_model(kimi_model, tmp_path / "slow-model", "time.sleep(10**6)", pidfile)
-    result = run_cli(*probe_args(sshd, client_keys, model, venv_full, "--timeout", "12", "--json"),
+    result = run_cli(*probe_args(sshd, client_keys, model, venv_full, "--timeout", "12", "--json", *NO_WITNESS),
                      timeout=60)
     assert result.code == 1, result.stderr[-2000:]
     assert "Traceback" not in result.stderr
@@ -112,7 +117,7 @@ def test_hung_tokenizer_is_killed_at_its_timeout(sshd, client_keys, kimi_model, 
 def test_tokenizer_process_killed_by_signal(sshd, client_keys, kimi_model, venv_full, tmp_path):
     pidfile = tmp_path / "pids"
     model = tokenizer_model(kimi_model, tmp_path / "crash-model", "os.kill(os.getpid(), 9)", pidfile)
-    result = run_cli(*probe_args(sshd, client_keys, model, venv_full, "--json"))
+    result = run_cli(*probe_args(sshd, client_keys, model, venv_full, "--json", *NO_WITNESS))
     assert result.code == 1
     profile = result.json()
     assert any("killed by signal SIGKILL" in f["message"] for f in profile["findings"]), profile["findings"]
@@ -123,7 +128,7 @@ def test_sshd_killed_mid_probe(own_sshd, client_keys, kimi_model, venv_full, tmp
     pidfile = tmp_path / "pids"
     model = tokenizer_model(kimi_model, tmp_path / "slow-model", "time.sleep(10**6)", pidfile)
     proc = start_while_tokenizer_hangs(probe_args(own_sshd, client_keys, model, venv_full, "--timeout", "60",
-                                                 "--json"), pidfile)
+                                                 "--json", *NO_WITNESS), pidfile)
     own_sshd.kill()
     out, err = proc.communicate(timeout=60)
     assert proc.returncode == 3, (out[-1000:], err[-2000:])
@@ -138,8 +143,8 @@ def test_sshd_killed_mid_probe(own_sshd, client_keys, kimi_model, venv_full, tmp
 def test_interrupt_stops_remote_work(sshd, client_keys, kimi_model, venv_full, tmp_path):
     pidfile = tmp_path / "pids"
     model = tokenizer_model(kimi_model, tmp_path / "slow-model", "time.sleep(10**6)", pidfile)
-    proc = start_while_tokenizer_hangs(probe_args(sshd, client_keys, model, venv_full, "--timeout", "60"),
-                                       pidfile)
+    proc = start_while_tokenizer_hangs(probe_args(sshd, client_keys, model, venv_full, "--timeout", "60",
+                                                  *NO_WITNESS), pidfile)
     proc.send_signal(signal.SIGINT)
     _out, err = proc.communicate(timeout=30)
     assert proc.returncode == 130, err[-2000:]
@@ -205,7 +210,8 @@ def test_broken_config_json_keeps_other_facts(kimi_model, venv_full, tmp_path, c
             fh.write(b'{"pad": "' + b"x" * (64 * 1024 * 1024) + b'"}')
     else:
         (model / "config.json").write_bytes(CONFIG_CASES[case])
-    result = run_cli("probe", "--model", str(model), "--venv", str(venv_full), "--json", "--no-tokenizer")
+    result = run_cli("probe", "--model", str(model), "--venv", str(venv_full), "--json", "--no-tokenizer",
+                     *NO_WITNESS)
     assert result.code == 1, result.stderr[-2000:]
     assert "Traceback" not in result.stderr
     profile = result.json()
@@ -227,7 +233,8 @@ def test_broken_safetensors(kimi_model, venv_full, tmp_path, case):
         shard.write_bytes(struct.pack("<Q", 5000) + b'{"a": {"dtype": "BF16", "shape": [2, 2], "data')
     else:
         shard.write_bytes(struct.pack("<Q", 1 << 40) + b"{}")
-    result = run_cli("probe", "--model", str(model), "--venv", str(venv_full), "--json", "--no-tokenizer")
+    result = run_cli("probe", "--model", str(model), "--venv", str(venv_full), "--json", "--no-tokenizer",
+                     *NO_WITNESS)
     assert result.code == 1, result.stderr[-2000:]
     profile = result.json()
     assert any("model-00001-of-000001.safetensors" in f["message"] for f in profile["findings"])
@@ -243,7 +250,7 @@ def test_symlink_loop_in_model_dir(kimi_model, venv_full, tmp_path):
     (model / "sub").mkdir()
     (model / "sub" / "up").symlink_to(model)
     result = run_cli("probe", "--model", str(model), "--venv", str(venv_full), "--json", "--no-tokenizer",
-                     timeout=60)
+                     *NO_WITNESS, timeout=60)
     assert result.code in (0, 1), result.stderr[-2000:]
     assert "Traceback" not in result.stderr
     profile = result.json()
@@ -270,8 +277,11 @@ def test_hostile_paths_are_plain_paths(sshd, client_keys, kimi_model, tmp_path, 
     from tests.fixtures.venvs import make_venv
 
     make_venv(venv_dir)
+    # Two names take the whole default probe (the model-code witness gets the same paths as data);
+    # the others skip the witness, whose request travels exactly as the tokenizer's.
+    witness = () if name in ("dollar$(touch {m})", "new\nline") else NO_WITNESS
     result = run_cli("probe", *ssh_flags(sshd, client_keys), "--model", str(model), "--venv", str(venv_dir),
-                     "--json")
+                     "--json", *witness)
     assert result.code == 0, result.stderr[-2000:]
     profile = result.json()
     assert profile["target"]["model_path"] == str(model)
@@ -356,7 +366,7 @@ def test_whole_run_deadline_stops_everything(sshd, client_keys, kimi_model, venv
     pidfile = tmp_path / "pids"
     model = tokenizer_model(kimi_model, tmp_path / "slow-model", "time.sleep(10**6)", pidfile)
     result = run_cli(*probe_args(sshd, client_keys, model, venv_full, "--timeout", "100", "--deadline", "8",
-                                 "--json"), timeout=60)
+                                 "--json", *NO_WITNESS), timeout=60)
     assert_clean_error(result, 1, "8 s deadline", "--deadline")
     profile = json.loads(result.stdout)
     assert profile["architecture"]["num_layers"] == 61  # the file facts finished first: kept
@@ -410,5 +420,5 @@ def test_no_remote_code_never_runs_the_models_code(sshd, client_keys, kimi_model
     code_files = {c["file"]: c["sha256"] for c in profile["files"]["custom_code"]}
     assert len(code_files["fault_tokenizer.py"]) == 64
     # With remote code allowed, the same model's code does run (the marker proves the test can fail).
-    allowed = run_cli(*probe_args(sshd, client_keys, model, venv_full, "--json"))
+    allowed = run_cli(*probe_args(sshd, client_keys, model, venv_full, "--json", *NO_WITNESS))
     assert allowed.code in (0, 1) and pidfile.exists()

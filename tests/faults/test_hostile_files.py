@@ -20,7 +20,9 @@ def _copy(kimi_model: Path, tmp_path: Path) -> Path:
 
 
 def _probe(model: Path, venv: Path) -> dict:
-    result = run_cli("probe", "--model", str(model), "--venv", str(venv), "--json", "--no-tokenizer", timeout=120)
+    # The files task is the subject (the model-code witness reads config.json only, as transformers).
+    result = run_cli("probe", "--model", str(model), "--venv", str(venv), "--json", "--no-tokenizer",
+                     "--no-model-code", timeout=120)
     assert result.code == 1, result.stderr[-2000:]
     assert "Traceback" not in result.stderr
     return result.json()

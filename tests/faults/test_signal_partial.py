@@ -207,8 +207,8 @@ def test_fleet_probe_prints_the_hosts_that_finished(sshd, client_keys, kimi_mode
     inventory = tmp_path / "hosts.yaml"
     inventory.write_text(yaml.safe_dump({"hosts": hosts}))
     proc = _start(["probe", "--all-hosts", "--hosts", str(inventory), "--model", str(kimi_model), "--no-tokenizer",
-                   "--ssh-config", str(_openssh_config(tmp_path, client_keys)), "--timeout", "90", "--json"],
-                  run_tmp)
+                   "--no-model-code", "--ssh-config", str(_openssh_config(tmp_path, client_keys)), "--timeout", "90",
+                   "--json"], run_tmp)
     progress: list[str] = []
     reader = _lines(proc.stderr, progress)
     printed: list[str] = []

@@ -149,7 +149,9 @@ def test_repo_id_resolves_to_a_snapshot_that_probes(fleet, sshd, client_keys, ve
         by_commit, _ = resolve_model(executor, python, f"{REPO_ID}@{OLD_COMMIT[:7]}", 30, cache_dir=cache)
         with pytest.raises(ModelPathError) as missing:
             resolve_model(executor, python, f"{REPO_ID}@v2", 30, cache_dir=cache)
-        raw = gather(executor, ProbeOptions(model_path=tagged, venv=str(venv_full)), {"model_path": tagged})
+        # Without the model-code witness (not asserted here): the snapshot's files and tokenizer are.
+        raw = gather(executor, ProbeOptions(model_path=tagged, venv=str(venv_full), load_model_code=False),
+                     {"model_path": tagged})
     assert newest.endswith("/snapshots/" + NEW_COMMIT) and facts["revision"] == "main"
     assert tagged == by_commit and tagged.endswith("/snapshots/" + OLD_COMMIT)
     assert missing.value.host == sshd.address
@@ -170,8 +172,10 @@ def _probe_takes_hf_cache() -> bool:
 def test_probe_model_repo_id_cli(fleet, sshd, client_keys, venv_full) -> None:
     if not _probe_takes_hf_cache():
         pytest.skip("`probe --model org/name` is wired into cmd_probe separately (resolve_model)")
+    # What is asserted is the resolved path: the tokenizer and the witness are left out.
     result = run_cli("probe", *ssh_flags(sshd, client_keys), "--model", f"{REPO_ID}@v1", "--hf-cache",
-                     str(fleet["cache"]), "--venv", str(venv_full), "--json", cwd=fleet["base"])
+                     str(fleet["cache"]), "--venv", str(venv_full), "--json", "--no-tokenizer",
+                     "--no-model-code", cwd=fleet["base"])
     assert result.code == 0, result.stderr[-2000:]
     assert result.json()["target"]["model_path"].endswith("/snapshots/" + OLD_COMMIT)
     missing = run_cli("probe", *ssh_flags(sshd, client_keys), "--model", f"{REPO_ID}@v2", "--hf-cache",

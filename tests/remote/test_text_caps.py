@@ -36,9 +36,9 @@ def test_template_and_sample_are_cut_with_their_true_size(tmp_path):
 
     probe = {"loaded": True, "chat_template": template, "sample": rendered, "class": "HugeTokenizer"}
     section, _ = tokenizer_section({}, probe, config=None, target={}, remote_code_allowed=True)
-    shown = section["chat_template"]
-    assert shown["text_size"] == len(tok.chat_template) and shown["text_truncated"] is True
-    assert shown["sample_size"] == 1 << 20 and shown["sample_truncated"] is True
+    shown = section.chat_template  # the typed section: the profile's schema has these keys
+    assert shown.text_size == len(tok.chat_template) and shown.text_truncated is True
+    assert shown.sample_size == 1 << 20 and shown.sample_truncated is True
 
 
 def test_small_texts_carry_no_truncation_keys(tmp_path):

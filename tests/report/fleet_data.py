@@ -97,7 +97,7 @@ def health_document(run: int) -> dict[str, Any]:
     return {"schema": "introspect.health/v1", "run_id": None, "started_at": started, "finished_at": started + 30,
             "seconds": 30.0, "exit_code": 3 if any(not r.reachable for r in reports) else 1, "fleet": {},
             "summary": {"hosts": len(reports), "unreachable": sum(not r.reachable for r in reports), **counts},
-            "hosts": [report_dict(r) for r in reports], "history": {"stored": False}}
+            "hosts": [report_dict(r).to_dict() for r in reports], "history": {"stored": False}}
 
 
 def history_db(path: Path) -> Scenario:

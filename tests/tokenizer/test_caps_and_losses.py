@@ -25,7 +25,9 @@ from rich.console import Console
 
 from introspect.analysis.profile import build_profile
 from introspect.analysis.tokenizer.section import analyze_tokenizer
-from introspect.analysis.tokenizer.tokenizer_agreement import disagreements
+from introspect.analysis.tokenizer.section import tokenizer_section as typed_section
+from introspect.analysis.tokenizer.tokenizer_agreement import disagreements, file_facts
+from introspect.analysis.tokenizer.tokenizer_fallback import facts_from_files
 from introspect.cli.render import tokenizer_section
 from introspect.remote.facts.model import files, listing
 from introspect.remote.facts.tokenizer import added_tokens, sentencepiece_model
@@ -229,20 +231,18 @@ def test_the_same_story_check_compares_only_what_both_cut_lists_cover(
     v3_cut: tuple[dict[str, Any], dict[str, Any]]
 ) -> None:
     full_files, cut_files = v3_cut
-    full, _ = analyze_tokenizer(full_files, None, config=None, target=TARGET, remote_code_allowed=True)
-    cut, _ = analyze_tokenizer(cut_files, None, config=None, target=TARGET, remote_code_allowed=True)
-    files = {"special_tokens": cut["special_tokens"], "special_tokens_total": cut["special_tokens_total"],
-             "special_tokens_truncated": True, "vocab_file": "tokenizer.model.v3"}
+    full, _ = typed_section(full_files, None, config=None, target=TARGET, remote_code_allowed=True)
+    files = file_facts(facts_from_files(cut_files)).model_copy(
+        update={"special_tokens_truncated": True, "vocab_file": "tokenizer.model.v3"})
     # Loaded with every special (as sentencepiece lists them): the files' cut is no difference.
-    loaded = {"loaded": True, "source": "sentencepiece", "special_tokens": full["special_tokens"],
-              "special_tokens_total": full["special_tokens_total"], "sources": {}}
+    loaded = full.model_copy(update={"loaded": True, "source": "sentencepiece"})
     assert disagreements(loaded, files) == []
     # A real difference below the cut still is one; the ids past it are not counted.
-    renamed = [dict(t, token="<x>") if t["id"] == 5 else t for t in full["special_tokens"]]
-    [finding] = disagreements(dict(loaded, special_tokens=renamed), files)
-    last = cut["special_tokens"][-1]["id"]
+    renamed = [t.model_copy(update={"token": "<x>"}) if t.id == 5 else t for t in full.special_tokens]
+    [finding] = disagreements(loaded.model_copy(update={"special_tokens": renamed}), files)
+    last = files.special_tokens[-1].id
     assert f"1 ids differ (ids up to {last}: a list was cut there)" in finding.message
-    assert f"{full['special_tokens_total']} specials" in finding.message
+    assert f"{full.special_tokens_total} specials" in finding.message
 
 
 def test_a_cut_listing_says_so_in_the_raw_facts_and_the_profile(

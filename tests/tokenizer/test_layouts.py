@@ -9,6 +9,7 @@ tokenizer probe in a venv without transformers and rebuilds the facts from the f
 
 from __future__ import annotations
 
+import functools
 import json
 from pathlib import Path
 from typing import Any
@@ -30,14 +31,17 @@ from tests.fixtures.tokenizer_layouts import (
     NEMO_PARAMS,
     build_layout,
     tok_venv,
-    truth,
     with_pinned_packages,
 )
+from tests.fixtures.tokenizer_layouts import truth as run_truth
 from tests.fixtures.venvs import make_venv
 from tests.tokenizer.conftest import ProbeRunner
 
 CAP = 1 << 26
 NAMED = ("bos", "eos", "pad", "unk")
+# A layout's truth is one interpreter of the pinned venv importing its library (mistral_common
+# brings pydantic): asked once per layout dir, then shared by the tests that compare against it.
+truth = functools.cache(run_truth)
 
 
 @pytest.fixture(scope="session")

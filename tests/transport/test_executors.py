@@ -17,6 +17,14 @@ CLI builds it, through ``create_executor(ConnectionSettings)``.
   machine. Error cases run the real clients (test_exec_clients.py).
 
 Each case puts its files under ``shared``, which the target sees at the same path.
+
+Sampled by default (``INTROSPECT_FULL_MATRIX=1`` runs every test on every case): the whole
+contract runs on each transport whose process code differs (local, ssh, openssh, podman,
+docker, lxc). A stand-in case shares its process code with one of those (a local client in
+its own process group, ``exec_cli.ClientProcess``, as podman, docker and lxc-attach; or the
+openssh process of its ``via`` hop), so it runs what its own code decides, ``STANDIN_TESTS``:
+its typed target, its client argv and state query, a request and an odd interpreter path
+through its argv prefix end to end, and a missing interpreter's error through its rules.
 """
 
 from __future__ import annotations
@@ -127,9 +135,24 @@ CASES = {
 }
 PARAMS = [pytest.param((scheme, case), id=case) for scheme in sorted(TRANSPORTS)
           for case in CASES.get(scheme, [f"{scheme}-has-no-case"])]
+STANDINS = {"kubectl-standin", "pct-standin", "lxc-standin", "pct-via-openssh-standin"}
+# What a stand-in's own code decides (the module docstring says why the rest is not run on them).
+STANDIN_TESTS = {"test_every_executor_has_a_typed_target", "test_the_client_argv_is_the_documented_one",
+                 "test_request_travels_as_data", "test_interpreter_path_travels_as_data",
+                 "test_missing_interpreter_is_a_clear_error"}
+FULL_MATRIX = os.environ.get("INTROSPECT_FULL_MATRIX") == "1"
 
 
-@pytest.fixture(params=PARAMS)
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    """The ``remote`` cases of one test: all of them, less the stand-ins where it is not sampled."""
+    if "remote" not in metafunc.fixturenames:
+        return
+    sampled = FULL_MATRIX or metafunc.function.__name__ in STANDIN_TESTS
+    metafunc.parametrize("remote", [p for p in PARAMS if sampled or p.values[0][1] not in STANDINS],
+                         indirect=True)
+
+
+@pytest.fixture()
 def remote(request: pytest.FixtureRequest, tmp_path: Path, shared_dir: Path,
            monkeypatch: pytest.MonkeyPatch) -> Iterator[Remote]:
     scheme, case = request.param

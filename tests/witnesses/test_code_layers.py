@@ -12,6 +12,8 @@ import pytest
 
 from introspect.analysis.architecture.code_layers import code_layers, kv_elements, mixer_kind
 from introspect.analysis.architecture.code_settle import generic_kinds, settle_layers_from_code
+from introspect.analysis.architecture.section import empty_architecture
+from introspect.documents.profile_architecture import Architecture, Attention, KvCache, Layers
 
 
 def mixer(cls: str, kind: str = "attention", outputs: dict[str, int] | None = None,
@@ -75,6 +77,18 @@ def _probe(runs: list[dict[str, Any]], layer_types: list[dict[str, Any]] | None 
             "config": {"layer_types": layer_types or []}}
 
 
+def _arch(pattern: list[str], attention: dict[str, Any], kv_bytes_per_token: int) -> Architecture:
+    """The architecture section as the config rules left it: these layer kinds, this attention, this KV figure."""
+    arch = empty_architecture(None)
+    arch.dtype = "bfloat16"
+    arch.layers = Layers(pattern=pattern, kinds={kind: pattern.count(kind) for kind in pattern}, pure_attention=True)
+    arch.attention = Attention.model_validate(arch.attention.to_dict() | attention)
+    arch.kv_cache = KvCache(dtype="bfloat16", dtype_assumed=False, bytes_per_element=2,
+                            bytes_per_token=kv_bytes_per_token, per_kind={}, state_bytes_per_sequence=0,
+                            sliding_window_cap=None, bytes_per_token_beyond_window=kv_bytes_per_token)
+    return arch
+
+
 def test_zamba2_hybrid_layer_is_attention_beside_mamba2() -> None:
     """modeling_zamba2.py Zamba2HybridLayer: the shared transformer's attention and the Mamba-2 mixer."""
     hybrid = {"start": 0, "count": 1, "class": "Zamba2HybridLayer", "attrs": {},
@@ -89,23 +103,20 @@ def test_mistral_window_is_the_configs_to_say() -> None:
     reading of the flavour stays, the code's KV widths settle the cache."""
     runs = [{"start": 0, "count": 2, "class": "MistralDecoderLayer", "attrs": {},
              "mixers": [mixer("MistralAttention", outputs={"k_proj": 1024, "v_proj": 1024})]}]
-    arch = {"dtype": "bfloat16", "layers": {"pattern": ["sliding_attention"] * 2,
-                                            "kinds": {"sliding_attention": 2}}, "attention": {"sliding_window": 4096},
-            "kv_cache": {"bytes_per_token": 8192}, "summary": {}}
+    arch = _arch(["sliding_attention"] * 2, {"sliding_window": 4096}, 8192)
     findings = settle_layers_from_code(arch, _probe(runs))
-    assert arch["layers"]["kinds"] == {"sliding_attention": 2} and arch["layers"]["settled_by"] == "model_code"
-    assert arch["kv_cache"]["bytes_per_token"] == 2 * 2048 * 2 and not findings
+    assert arch.layers.kinds == {"sliding_attention": 2} and arch.layers.settled_by == "model_code"
+    assert arch.kv_cache is not None and arch.kv_cache.bytes_per_token == 2 * 2048 * 2 and not findings
 
 
 def test_a_disagreement_names_both_readings() -> None:
     runs = [{"start": 0, "count": 2, "class": "XLayer", "attrs": {},
              "mixers": [mixer("XMamba2Mixer", "recurrent", tensors=[["A_log", 1]])]}]
-    arch = {"dtype": "bfloat16", "layers": {"pattern": ["full_attention"] * 2, "kinds": {"full_attention": 2}},
-            "attention": {"type": "GQA"}, "kv_cache": {"bytes_per_token": 8192}, "summary": {}}
+    arch = _arch(["full_attention"] * 2, {"type": "GQA"}, 8192)
     findings = settle_layers_from_code(arch, _probe(runs))
     assert {f.extra["quantity"] for f in findings} == {"layer kinds", "attention type", "KV cache bytes per token"}
-    assert arch["layers"]["pure_attention"] is False and arch["attention"]["type"] == "none"
-    assert arch["kv_cache"]["bytes_per_token"] == 0
+    assert arch.layers.pure_attention is False and arch.attention.type == "none"
+    assert arch.kv_cache is not None and arch.kv_cache.bytes_per_token == 0
 
 
 def test_generic_recurrent_is_not_at_odds_with_a_named_one() -> None:
@@ -119,10 +130,10 @@ def test_dsa_layers_keep_the_indexer_keys_beside_the_latent() -> None:
     runs = [{"start": 0, "count": 2, "class": "DeepseekV32DecoderLayer", "attrs": {},
              "mixers": [mixer("DeepseekV32Attention", outputs={"kv_a_proj_with_mqa": 576},
                               attrs={"kv_lora_rank": 512, "qk_rope_head_dim": 64})]}]
-    arch = {"dtype": "bfloat16", "layers": {"pattern": ["full_attention"] * 2, "kinds": {"full_attention": 2}},
-            "attention": {"type": "MLA", "num_heads": 128, "kv_lora_rank": 512, "qk_rope_head_dim": 64,
-                          "sparse_indexer": {"index_head_dim": 128, "index_n_heads": 64, "index_topk": 2048}},
-            "kv_cache": {"bytes_per_token": 2 * (576 + 128) * 2}, "summary": {}}
+    indexer = {"kind": "sparse_indexer", "index_head_dim": 128, "index_n_heads": 64, "index_topk": 2048}
+    arch = _arch(["full_attention"] * 2, {"type": "MLA", "num_heads": 128, "kv_lora_rank": 512, "qk_rope_head_dim": 64,
+                                          "sparse_indexer": indexer}, 2 * (576 + 128) * 2)
     assert not settle_layers_from_code(arch, _probe(runs))
-    entry = arch["kv_cache"]["per_kind"]["full_attention"]
+    assert arch.kv_cache is not None
+    entry = arch.kv_cache.per_kind["full_attention"].to_dict()
     assert (entry["bytes_per_token_per_layer"], entry["bytes_per_token"]) == ((576 + 128) * 2, 2 * (576 + 128) * 2)

@@ -86,10 +86,11 @@ def test_weights_against_the_code() -> None:
     raw["safetensors"] = None
     profile = build_profile(raw)
     assert profile["architecture"]["params"]["sources"]["weights"] is None
-    from introspect.analysis.architecture.witnesses import _params_disagreements
+    from introspect.analysis.architecture.witnesses import WitnessCounts, _params_disagreements
 
-    found = _params_disagreements(None, profile["architecture"]["params"]["sources"]["model_code"],
-                                  {"total": stored})
+    code = profile["architecture"]["params"]["sources"]["model_code"]
+    found = _params_disagreements(None, WitnessCounts(code["total"], code["active"], code["components"]),
+                                  WitnessCounts(stored, None))
     assert [f.extra["witnesses"] for f in found] == [["weights", "model_code"]]
     assert f"({stored})" in found[0].message and f"({DSV3_TOTAL})" in found[0].message
 

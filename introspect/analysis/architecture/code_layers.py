@@ -12,6 +12,9 @@ The per-token cache of a layer follows vLLM v1's per-layer specs
 per token, ``MLAAttentionSpec`` one latent, ``CrossAttentionSpec`` the encoder's K/V per
 request, ``MambaSpec`` a fixed state): K/V widths are the k and v projections' outputs, an
 MLA layer's the latent ``kv_lora_rank + qk_rope_head_dim``.
+
+The task's reply is read as it came (``JSONObject``, every value checked): ``layers.runs`` (start,
+count, class, attrs, mixers: class, kind, outputs, attrs, tensors) and ``config.layer_types``.
 """
 
 from __future__ import annotations
@@ -36,7 +39,7 @@ from introspect.analysis.architecture.kinds import (
     SLIDING,
 )
 from introspect.analysis.architecture.mixers import ATTENTION_KINDS, FIXED_NAMES
-from introspect.remote.contract import as_dict, as_list
+from introspect.remote.contract import JSONObject, as_dict, as_list
 
 K_NAMES = ("k_proj", "key", "wk", "Wk", "k", "to_k", "k_lin", "key_proj")  # Wk: modeling_ctrl.py
 V_NAMES = ("v_proj", "value", "wv", "Wv", "v", "to_v", "v_lin", "value_proj")
@@ -58,7 +61,7 @@ class CodeLayer:
     flavour_shown: bool = True
 
 
-def code_layers(probe: dict[str, Any], query_width: int | None = None) -> list[CodeLayer] | None:
+def code_layers(probe: JSONObject, query_width: int | None = None) -> list[CodeLayer] | None:
     """The built model's decoder layers, in order; None when the witness built nothing to read.
     ``query_width``: the config's query heads x head width, for a fused q/k/v projection whose
     module keeps no head count."""
@@ -75,7 +78,7 @@ def code_layers(probe: dict[str, Any], query_width: int | None = None) -> list[C
     return out if out and len(out) == section.get("count") else None
 
 
-def _config_layer_types(config: dict[str, Any]) -> dict[int, str]:
+def _config_layer_types(config: JSONObject) -> dict[int, str]:
     """Layer index -> the config class's own ``layer_types`` entry (run-length compressed on the wire)."""
     out: dict[int, str] = {}
     for run in as_list(config.get("layer_types")):
@@ -85,7 +88,7 @@ def _config_layer_types(config: dict[str, Any]) -> dict[int, str]:
     return out
 
 
-def _layer(run: dict[str, Any], config_type: str | None, query_width: int | None = None) -> CodeLayer:
+def _layer(run: JSONObject, config_type: str | None, query_width: int | None = None) -> CodeLayer:
     mixers = [as_dict(m) for m in as_list(run.get("mixers"))]
     attrs = as_dict(run.get("attrs"))
     if not mixers:  # no module that mixes tokens was found: the config class may still name the kind
@@ -107,14 +110,14 @@ def _layer(run: dict[str, Any], config_type: str | None, query_width: int | None
     return CodeLayer("+".join(kinds), elements if known else None, shared, shown)
 
 
-def _plain_attention(mixer: dict[str, Any], layer_attrs: dict[str, Any], config_type: str | None) -> bool:
+def _plain_attention(mixer: JSONObject, layer_attrs: JSONObject, config_type: str | None) -> bool:
     """Attention with no per-layer sign of being full or windowed (no layer_types, no window attribute)."""
     own = as_dict(mixer.get("attrs"))
     return config_type is None and not any(k in own for k in ("sliding_window", "attention_chunk_size")) and not any(
         k in layer_attrs for k in ("attention_type", "layer_type", "is_sliding", "sliding_window"))
 
 
-def mixer_kind(mixer: dict[str, Any], layer_attrs: dict[str, Any], config_type: str | None, layer_class: str) -> str:
+def mixer_kind(mixer: JSONObject, layer_attrs: JSONObject, config_type: str | None, layer_class: str) -> str:
     """One mixer's canonical kind, from its tensors first and its class name second."""
     name = str(mixer.get("class") or "")
     if mixer.get("kind") == "recurrent":
@@ -169,7 +172,7 @@ def _recurrent_kind(name: str, tensors: list[list[Any]]) -> str:
     return RECURRENT
 
 
-def kv_elements(mixer: dict[str, Any], query_width: int | None = None) -> int | None:
+def kv_elements(mixer: JSONObject, query_width: int | None = None) -> int | None:
     """K/V elements one attention mixer caches per token, from its projections' widths."""
     outputs = {str(k): v for k, v in as_dict(mixer.get("outputs")).items() if _positive(v)}
     attrs = as_dict(mixer.get("attrs"))
@@ -199,7 +202,7 @@ def kv_elements(mixer: dict[str, Any], query_width: int | None = None) -> int | 
     return None  # a fused projection whose split neither the module nor the config shows: unknown
 
 
-def _count(attrs: dict[str, Any], name: str) -> int | None:
+def _count(attrs: JSONObject, name: str) -> int | None:
     value = attrs.get(name)
     return value if _positive(value) else None
 

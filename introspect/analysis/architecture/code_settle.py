@@ -17,63 +17,65 @@ from introspect.analysis.architecture.code_layers import CodeLayer, code_layers
 from introspect.analysis.architecture.kinds import CHUNKED, CROSS, RECURRENT, SLIDING
 from introspect.analysis.architecture.kv_cache import DTYPE_BYTES, kv_section
 from introspect.analysis.architecture.layers import LayerLayout
-from introspect.analysis.architecture.mixer_math import indexer_kv_elements
+from introspect.analysis.architecture.mixer_math import indexer_key_bytes
 from introspect.analysis.architecture.mixers import ATTENTION_KINDS, RECURRENT_KINDS
+from introspect.analysis.architecture.state_dtypes import rescaled_state
 from introspect.analysis.architecture.summary import resummarise_layers
 from introspect.analysis.findings import Finding, Severity
-from introspect.remote.contract import as_dict
+from introspect.documents.profile_architecture import Architecture, KvCache, KvKind
+from introspect.remote.contract import JSONObject
 
 WHY = "read off each decoder layer the model's own code built on the meta device"
 
 
-def settle_layers_from_code(arch: dict[str, Any], probe: dict[str, Any]) -> list[Finding]:
-    """Settle the layer kinds and the KV cache from the built model; the findings. No-op without one."""
-    attention = as_dict(arch.get("attention"))
-    heads, head_dim = attention.get("num_heads"), attention.get("head_dim")
-    layers = code_layers(probe, heads * head_dim if isinstance(heads, int) and isinstance(head_dim, int) else None)
+def settle_layers_from_code(arch: Architecture, probe: JSONObject) -> list[Finding]:
+    """Settle the layer kinds and the KV cache from the built model (``probe``: the model-code task's
+    reply, as read); the findings. No-op without one."""
+    heads, head_dim = arch.attention.num_heads, arch.attention.head_dim
+    layers = code_layers(probe, heads * head_dim if heads is not None and head_dim is not None else None)
     if layers is None or any(layer.kind is None for layer in layers):
         return []
-    if "compress_rates" in as_dict(arch.get("kv_cache")):
+    if arch.kv_cache is not None and arch.kv_cache.compress_rates is not None:
         # DeepSeek-V4's compressed attention (modeling_deepseek_v4.py) keeps a window plus K/V that grow at
         # 1/ratio per token, which no module attribute or projection width shows: the rules' per-kind
         # reading of compress_ratios stays (compressed_attention.py).
         return []
-    section = as_dict(arch.get("layers"))
-    pattern = _with_rules_flavour([str(layer.kind) for layer in layers], layers, section.get("pattern"))
+    section = arch.layers
+    pattern = _with_rules_flavour([str(layer.kind) for layer in layers], layers, section.pattern)
     layout = LayerLayout(pattern, "model_code")
-    findings = _disagree_kinds(section, layout)
-    section.update({"pattern": pattern, "kinds": layout.kinds, "pure_attention": layout.pure_attention,
-                    "settled_by": "model_code", "understood": True})
-    section.pop("unknown_keys", None)
-    arch["layers"] = section
-    if not layout.attention_layers and isinstance(arch.get("attention"), dict):
-        if arch["attention"].get("type") not in (None, "none"):
-            findings.append(_disagree("attention type", arch["attention"].get("type"), "none"))
-        arch["attention"]["type"] = "none"  # a recurrent model's heads are not attention heads
-    kv, kv_findings = _kv_cache(arch, layers, layout)
-    arch["kv_cache"] = kv
+    findings = _disagree_kinds(section.kinds, layout)
+    section.pattern, section.kinds, section.pure_attention = pattern, layout.kinds, layout.pure_attention
+    section.settled_by, section.understood = "model_code", True
+    section.unknown_keys = None  # the code identified every layer: nothing is left not understood
+    section.model_fields_set.discard("unknown_keys")
+    if not layout.attention_layers:
+        said = arch.attention.type
+        if said is not None and said != "none":
+            findings.append(_disagree("attention type", said, "none"))
+        arch.attention.type = "none"  # a recurrent model's heads are not attention heads
+    arch.kv_cache, kv_findings = _kv_cache(arch, layers, layout)
     resummarise_layers(arch)
     return findings + kv_findings
 
 
-def _with_rules_flavour(pattern: list[str], layers: list[CodeLayer], rules: Any) -> list[str]:
+def _with_rules_flavour(pattern: list[str], layers: list[CodeLayer], rules: list[str] | None) -> list[str]:
     """Full or windowed, for attention layers whose module does not say, and which recurrent mixer, for one
     the code shows to be recurrent but of no kind it can name: the config's reading."""
-    if not isinstance(rules, list) or len(rules) != len(pattern):
+    if rules is None or len(rules) != len(pattern):
         return pattern
     return [rules[i] if (not layer.flavour_shown and rules[i] in (SLIDING, CHUNKED))
             or (kind == RECURRENT and rules[i] in RECURRENT_KINDS) else kind
             for i, (kind, layer) in enumerate(zip(pattern, layers, strict=True))]
 
 
-def _disagree(what: str, rules: Any, code: Any) -> Finding:
+def _disagree(what: str, rules: str | int, code: str | int) -> Finding:
     return Finding(Severity.WARNING, "witnesses-disagree",
                    f"{what}: the config rules say {rules}, the model's code {code}",
                    "# the model's code is what runs; check the layout keys the rules read (evidence.layers)",
                    {"quantity": what, "witnesses": ["config", "model_code"], "values": [rules, code]})
 
 
-def generic_kinds(kinds: dict[str, Any]) -> dict[str, int]:
+def generic_kinds(kinds: dict[str, int]) -> dict[str, int]:
     """Layer kinds with every recurrent mixer named "recurrent": a reading that only knows a layer keeps
     a state is less precise than one that names the mixer, not at odds with it."""
     out: dict[str, int] = {}
@@ -83,27 +85,27 @@ def generic_kinds(kinds: dict[str, Any]) -> dict[str, int]:
     return out
 
 
-def _disagree_kinds(section: dict[str, Any], layout: LayerLayout) -> list[Finding]:
-    rules = section.get("kinds")
-    if not isinstance(rules, dict) or generic_kinds(rules) == generic_kinds(layout.kinds):
+def _disagree_kinds(rules: dict[str, int] | None, layout: LayerLayout) -> list[Finding]:
+    if rules is None or generic_kinds(rules) == generic_kinds(layout.kinds):
         return []
     return [_disagree("layer kinds", _words(rules), _words(layout.kinds))]
 
 
-def _words(kinds: dict[str, Any]) -> str:
+def _words(kinds: dict[str, int]) -> str:
     return ", ".join(f"{count} {kind}" for kind, count in sorted(kinds.items()))
 
 
-def _kv_cache(arch: dict[str, Any], layers: list[CodeLayer],
-              layout: LayerLayout) -> tuple[dict[str, Any], list[Finding]]:
-    rules = as_dict(arch.get("kv_cache"))
-    dtype = arch.get("dtype")
+def _kv_cache(arch: Architecture, layers: list[CodeLayer], layout: LayerLayout) -> tuple[KvCache, list[Finding]]:
+    rules = arch.kv_cache
+    dtype = arch.dtype
+    # kv_cache.py and mixer_math.py take the attention verdict and the per-kind entries in their JSON form.
+    attention = arch.attention.to_dict()
     width = DTYPE_BYTES.get(str(dtype), 2)
     per_kind: dict[str, dict[str, Any]] = {}
     unknown = 0
-    # A DSA layer's indexer caches its own keys beside the MLA latent (vLLM deepseek_v2.py
-    # DeepseekV32IndexerCache); its width is the config's index_head_dim (mixer_math.indexer_kv_elements).
-    indexer = indexer_kv_elements(as_dict(arch.get("attention")))
+    # A DSA layer's indexer caches its own key beside the MLA latent (vLLM deepseek_v2.py
+    # DeepseekV32IndexerCache): fp8 plus a 4-byte scale per 128 elements (mixer_math.indexer_key_bytes).
+    indexer = indexer_key_bytes(attention)
     for kind, count in sorted(layout.components.items()):
         per_kind[kind] = {"layers": count}
     widths: dict[str, Counter[int]] = {}  # per kind, the bytes each of its (single-mixer) layers keeps
@@ -117,36 +119,36 @@ def _kv_cache(arch: dict[str, Any], layers: list[CodeLayer],
             elif layer.kv_shared:
                 entry["kv_shared_layers"] = entry.get("kv_shared_layers", 0) + 1
             else:
-                layer_bytes = (layer.kv_elements + (indexer if part != SLIDING else 0)) * width
+                layer_bytes = layer.kv_elements * width + (indexer if part != SLIDING else 0)
                 entry["bytes_per_token"] = entry.get("bytes_per_token", 0) + layer_bytes
                 if "+" not in kind:
                     widths.setdefault(part, Counter())[layer_bytes] += 1
     for part, seen in widths.items():
         if len(seen) == 1:  # every layer of the kind keeps the same width (else the per-layer figure is omitted)
             per_kind[part]["bytes_per_token_per_layer"] = next(iter(seen))
-    _keep_rules_state(per_kind, as_dict(rules.get("per_kind")))
+    _keep_rules_state(per_kind, rules.per_kind if rules is not None else {})
     if CROSS in per_kind:
         per_kind[CROSS]["note"] = "K/V of the image/encoder input, cached once per sequence, not per token"
-    kv = kv_section(per_kind, as_dict(arch.get("attention")), dtype, width) | {"settled_by": "model_code", "why": WHY}
+    kv = KvCache.model_validate(kv_section(per_kind, attention, dtype, width))
+    kv.settled_by, kv.why = "model_code", WHY
     if unknown:
-        kv.update(bytes_per_token=None, bytes_per_token_beyond_window=None)
-    attention_bytes = kv["bytes_per_token"]
+        kv.bytes_per_token = kv.bytes_per_token_beyond_window = None
+    attention_bytes = kv.bytes_per_token
     findings = []
     if unknown:
         findings.append(Finding(Severity.WARNING, "kv-width-unknown",
                                 f"{unknown} attention layer(s) of the built model show no K/V projection widths: "
                                 "the KV cache per token is unknown",
                                 "# report the model's attention class to the introspect maintainers"))
-    said = rules.get("bytes_per_token")
-    if isinstance(said, int) and attention_bytes is not None and said != attention_bytes:
+    said = rules.bytes_per_token if rules is not None else None
+    if said is not None and attention_bytes is not None and said != attention_bytes:
         findings.append(_disagree("KV cache bytes per token", said, attention_bytes))
     return kv, findings
 
 
-def _keep_rules_state(per_kind: dict[str, dict[str, Any]], rules: dict[str, Any]) -> None:
+def _keep_rules_state(per_kind: dict[str, dict[str, Any]], rules: dict[str, KvKind]) -> None:
     """Recurrent state per sequence: the rules' formula for the same kind over the same layer count."""
     for kind, entry in per_kind.items():
-        theirs = as_dict(rules.get(kind))
+        theirs = rules[kind].to_dict() if kind in rules else {}
         if kind not in ATTENTION_KINDS and isinstance(theirs.get("state_bytes_per_layer"), int):
-            entry["state_bytes_per_layer"] = theirs["state_bytes_per_layer"]
-            entry["state_bytes_per_sequence"] = theirs["state_bytes_per_layer"] * entry["layers"]
+            entry.update(rescaled_state(theirs, entry["layers"]))  # the engines' state dtypes kept too

@@ -19,7 +19,7 @@ from collections.abc import Iterable, Mapping
 from typing import Any
 
 from introspect.analysis.architecture.config_checks import check_number, kind_of, non_finite
-from introspect.remote.contract import WRAPPER_TEXT_CONFIG_KEYS
+from introspect.remote.contract import WRAPPER_TEXT_CONFIG_KEYS, JSONObject
 
 # Bounds that keep arithmetic and list building cheap whatever the file says.
 MAX_DEPTH = 24  # nesting levels kept when copying the config
@@ -71,7 +71,7 @@ def sanitize(value: Any, _depth: int = 0, _stack: frozenset[int] = frozenset()) 
     stack = _stack | {marker}
     try:
         if isinstance(value, Mapping):
-            out: dict[str, Any] = {}
+            out: JSONObject = {}
             for count, (key, item) in enumerate(value.items()):
                 if count >= MAX_ITEMS:
                     break
@@ -88,14 +88,14 @@ def _looks_like_model(data: Mapping[str, Any]) -> bool:
     return any(key in data for key in _MODEL_MARKERS)
 
 
-def unwrap(root: Mapping[str, Any]) -> tuple[dict[str, Any], list[str]]:
+def unwrap(root: Mapping[str, Any]) -> tuple[JSONObject, list[str]]:
     """Find the language-model config inside a wrapper.
 
     Returns the text config and the key path taken (empty when the config is flat).
     A nested config is only taken when it looks like a model, so a wrapper that
     keeps its text fields at the top (old Qwen2-VL) stays flat.
     """
-    current: dict[str, Any] = dict(root)
+    current: JSONObject = dict(root)
     path: list[str] = []
     for _ in range(4):  # Qwen-Omni nests two levels; four is generous
         for key in NESTED_TEXT_KEYS:
@@ -139,7 +139,8 @@ def _as_float(value: Any) -> float | None:
 
 
 class ConfigView:
-    """Typed getters over a sanitized config dict, with fallbacks and evidence.
+    """Typed getters over a sanitized config dict (config.json as read: a ``JSONObject``), with
+    fallbacks and evidence (config key -> the value it answered with).
 
     Lookups try each alias in order, first in the text config, then (for keys in
     ``INHERITED_KEYS``) in the wrapper, then in the family's documented defaults.
@@ -160,12 +161,12 @@ class ConfigView:
         accepted: set[str] | None = None,
         rejections: list[str] | None = None,
     ) -> None:
-        self.data: dict[str, Any] = dict(data)
-        self.parent: dict[str, Any] = dict(parent) if parent else {}
-        self.defaults: dict[str, Any] = dict(defaults) if defaults else {}
+        self.data: JSONObject = dict(data)
+        self.parent: JSONObject = dict(parent) if parent else {}
+        self.defaults: JSONObject = dict(defaults) if defaults else {}
         self.prefix = prefix
         self.read: set[str] = set()
-        self.evidence: dict[str, Any] = {}
+        self.evidence: JSONObject = {}
         self.model_type = model_type
         # Shared with sub-views, so a bad linear_attn_config.head_dim is reported like a top-level key.
         self.rejected: dict[str, tuple[Any, str]] = {} if rejected is None else rejected
@@ -236,7 +237,7 @@ class ConfigView:
     def get_str(self, *keys: str) -> str | None:
         return self._typed(keys, lambda v: v if isinstance(v, str) and v else None)
 
-    def get_dict(self, *keys: str) -> dict[str, Any] | None:
+    def get_dict(self, *keys: str) -> JSONObject | None:
         for key in keys:
             where, value = self.lookup(key)
             if isinstance(value, dict) and non_finite(value) is None:  # a NaN / Infinity marker is no block

@@ -9,8 +9,6 @@ the profile names the keys in ``architecture.invalid_config``.
 
 from __future__ import annotations
 
-from typing import Any
-
 from introspect.analysis.architecture.attention import empty_attention
 from introspect.analysis.architecture.config_checks import (
     constant_findings,
@@ -25,14 +23,17 @@ from introspect.analysis.architecture.mixers import attention_kv_elements
 from introspect.analysis.architecture.moe import empty_moe
 from introspect.analysis.architecture.params import ParamEstimate
 from introspect.analysis.findings import Finding, Severity
+from introspect.documents.profile_architecture import Architecture, InvalidConfig, InvalidValue, Layers
 
-_UNKNOWN_LAYERS: dict[str, Any] = {"pattern": [], "kinds": {}, "pure_attention": None, "source": None, "ffn": [], "ffn_source": None}
+
+def _unknown_layers() -> Layers:
+    return Layers(pattern=[], kinds={}, pure_attention=None, source=None, ffn=[], ffn_source=None)
 
 
-def _geometry_gap(arch: dict[str, Any], layout: LayerLayout, voided: dict[str, list[str]]) -> list[Finding]:
+def _geometry_gap(arch: Architecture, layout: LayerLayout, voided: dict[str, list[str]]) -> list[Finding]:
     """Attention layers without usable head geometry (a deleted num_attention_heads and no
     config-class default): the KV cache and the parameter estimate would count them as 0."""
-    if "attention" in voided or not layout.attention_layers or attention_kv_elements(arch["attention"]):
+    if "attention" in voided or not layout.attention_layers or attention_kv_elements(arch.attention.to_dict()):
         return []
     for figure in ("kv_cache", "params"):
         voided.setdefault(figure, []).append("num_attention_heads/head_dim (absent)")
@@ -45,7 +46,7 @@ def _geometry_gap(arch: dict[str, Any], layout: LayerLayout, voided: dict[str, l
 
 
 def void_dependents(
-    arch: dict[str, Any], view: ConfigView, layout: LayerLayout, estimate: ParamEstimate,
+    arch: Architecture, view: ConfigView, layout: LayerLayout, estimate: ParamEstimate,
     config_path: str | None, findings: list[Finding],
 ) -> tuple[LayerLayout, ParamEstimate]:
     """Apply the voids to ``arch`` in place; return the layout and estimate left to use."""
@@ -57,17 +58,17 @@ def void_dependents(
     if not voided and not invalid:
         return layout, estimate
     if "layers" in voided:
-        arch["layers"], layout = dict(_UNKNOWN_LAYERS), LayerLayout([], None)
+        arch.layers, layout = _unknown_layers(), LayerLayout([], None)
     if "attention" in voided:
-        arch["attention"] = empty_attention() | {"type": None}
+        arch.attention = empty_attention(None)
     if "moe" in voided:
-        arch["moe"] = empty_moe() | {"is_moe": None}
+        arch.moe = empty_moe(None)
     if "kv_cache" in voided:
-        arch["kv_cache"] = None
+        arch.kv_cache = None
     if "params" in voided:
         estimate = ParamEstimate(None, None, None)
-    arch["invalid_config"] = {
-        "keys": {key: {"value": show(value), "reason": reason} for key, (value, reason) in sorted(invalid.items())},
-        "unknown": {figure: keys for figure, keys in sorted(voided.items())},
-    }
+    arch.invalid_config = InvalidConfig(
+        keys={key: InvalidValue(value=show(value), reason=reason) for key, (value, reason) in sorted(invalid.items())},
+        unknown=dict(sorted(voided.items())),
+    )
     return layout, estimate

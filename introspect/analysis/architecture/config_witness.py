@@ -14,31 +14,34 @@ naming both values.
 from __future__ import annotations
 
 from collections.abc import Callable
-from typing import Any
 
 from introspect.analysis.architecture.layout_unknown import UNKNOWN_CODES
 from introspect.analysis.findings import Finding, Severity
-from introspect.remote.contract import as_dict
+from introspect.documents.profile_architecture import Architecture, ConfigClass
+from introspect.remote.contract import JSONObject, RawFacts, as_dict
 
-Section = tuple[dict[str, Any], list[Finding]]
+Section = tuple[Architecture, list[Finding]]
+# A verdict's value, as compared and quoted: a count, a flag, a name, or layer kinds with their counts.
+Verdict = int | bool | str | dict[str, int] | None
 # Verdicts compared between the file and the class: (words, reader).
-COMPARED: tuple[tuple[str, Callable[[dict[str, Any]], Any]], ...] = (
-    ("decoder layers", lambda a: a.get("num_layers")),
-    ("layer kinds", lambda a: as_dict(a.get("layers")).get("kinds")),
-    ("pure attention", lambda a: as_dict(a.get("layers")).get("pure_attention")),
-    ("attention type", lambda a: as_dict(a.get("attention")).get("type")),
-    ("KV cache bytes per token", lambda a: as_dict(a.get("kv_cache")).get("bytes_per_token")),
+COMPARED: tuple[tuple[str, Callable[[Architecture], Verdict]], ...] = (
+    ("decoder layers", lambda a: a.num_layers),
+    ("layer kinds", lambda a: a.layers.kinds),
+    ("pure attention", lambda a: a.layers.pure_attention),
+    ("attention type", lambda a: a.attention.type),
+    ("KV cache bytes per token", lambda a: a.kv_cache.bytes_per_token if a.kv_cache is not None else None),
 )
 
 
-def class_config(raw: dict[str, Any]) -> dict[str, Any] | None:
-    """The config class's ``to_dict()`` from the model-code task, when it ran far enough."""
+def class_config(raw: RawFacts) -> JSONObject | None:
+    """The config class's ``to_dict()`` from the model-code task, when it ran far enough: config
+    values as the host's class holds them."""
     probe = raw.get("model_code_probe")
     data = probe.get("config_dict") if isinstance(probe, dict) else None
     return data if isinstance(data, dict) and data else None
 
 
-def with_class_defaults(config: dict[str, Any], derived: dict[str, Any]) -> dict[str, Any]:
+def with_class_defaults(config: JSONObject, derived: JSONObject) -> JSONObject:
     """config.json with the scalars its class filled in for absent keys (``tie_word_embeddings``, ``head_dim``,
     biases), sub-configs likewise. Lists the class derives are left out: the file's layout keys stay
     the rules' input, and a derived layout only settles where the file's was not understood."""
@@ -51,20 +54,20 @@ def with_class_defaults(config: dict[str, Any], derived: dict[str, Any]) -> dict
     return out
 
 
-def settle_with_class(file_section: Section, class_section: Section, raw: dict[str, Any]) -> Section:
+def settle_with_class(file_section: Section, class_section: Section, raw: RawFacts) -> Section:
     """The file's reading (with the class's defaults), or the class's own where the file left the layout or the
     layer count unknown; either way, the layouts the two readings state differently as findings."""
     file_arch, file_findings = file_section
     arch, findings = class_section
     if any(f.code == "analysis-failed" for f in findings):
         return file_section
-    settles = (as_dict(file_arch.get("layers")).get("understood") is False or file_arch.get("num_layers") is None) \
-        and as_dict(arch.get("layers")).get("understood") is not False and arch.get("num_layers") is not None
+    settles = (file_arch.layers.understood is False or file_arch.num_layers is None) \
+        and arch.layers.understood is not False and arch.num_layers is not None
     if settles:
         # The file's "not stated" findings yield to the class's reading, which re-states what still holds.
         out = [f for f in file_findings if f.code not in UNKNOWN_CODES]
         out += [f for f in findings if f.key not in {g.key for g in out}]
-        as_dict(arch.get("layers"))["settled_by"] = "config_class"
+        arch.layers.settled_by = "config_class"
     else:
         arch, out = file_arch, list(file_findings)
     for words, read in COMPARED:
@@ -77,22 +80,22 @@ def settle_with_class(file_section: Section, class_section: Section, raw: dict[s
                 "# the class is what the model code reads" + (": its reading was used" if settles else
                                                                "; check the keys in evidence.layers"),
                 {"quantity": words, "witnesses": ["config", "config_class"], "values": [said, derived]}))
-    arch["config_class"] = {"class": _class_name(raw), "fallback": as_dict(raw.get("model_code_probe"))
-                            .get("config_fallback") or None}
+    fallback = as_dict(as_dict(raw.get("model_code_probe")).get("config_fallback")) or None
+    arch.config_class = ConfigClass(class_=_class_name(raw), fallback=fallback)
     return arch, out + _fallback_finding(raw)
 
 
-def _text(value: Any) -> str:
+def _text(value: Verdict) -> str:
     if isinstance(value, dict):
         return ", ".join(f"{count} {kind}" for kind, count in sorted(value.items()))
     return str(value)
 
 
-def _class_name(raw: dict[str, Any]) -> str:
+def _class_name(raw: RawFacts) -> str:
     return str(as_dict(as_dict(raw.get("model_code_probe")).get("config")).get("class") or "its class")
 
 
-def _fallback_finding(raw: dict[str, Any]) -> list[Finding]:
+def _fallback_finding(raw: RawFacts) -> list[Finding]:
     fallback = as_dict(as_dict(raw.get("model_code_probe")).get("config_fallback"))
     if not fallback:
         return []

@@ -19,6 +19,7 @@ from types import MappingProxyType
 from typing import Any
 
 from introspect.analysis.architecture.kinds import GDN, KDA, MAMBA, MAMBA2, RWKV
+from introspect.remote.contract import JSONObject
 
 # Layout readers a row can name, beyond the generic keys every family may use.
 PARALLEL_HYBRID = "parallel_hybrid"  # attention and Mamba-2 side by side in one layer (Falcon-H1)
@@ -63,6 +64,7 @@ class Family:
     compressed_attention: bool = False  # DeepSeek-V4: compress_ratios, shared K=V head, mHC (compressed_attention.py)
     wkv_heads: bool = False  # RWKV-7 (fla): a head_dim x head_dim WKV state per head, low-rank mixing weights
     cla: bool = False  # cross-layer attention: use_cla + cla_share_factor, K/V made every f-th layer only
+    attention_sublayers: int = 1  # attention modules per decoder layer, each with its own KV cache
     known: bool = True
 
 
@@ -214,6 +216,14 @@ _ROWS = (
     # transformers "minimax" layout under the model repos' own names (attn_type_list: 0 lightning, 1 softmax).
     Family("minimax_text_01", "MiniMaxAI/MiniMax-Text-01 modeling_minimax_text_01.py (attn_type_list)"),
     Family("minimax_m1", "MiniMaxAI/MiniMax-M1-80k modeling_minimax_m1.py (attn_type_list)"),
+    # meituan-longcat LongCat-Flash: each of num_layers decoder layers runs two MLA attention modules
+    # (self_attn[0], self_attn[1]) and two dense MLPs beside one MoE; the engines cache KV for both: SGLang
+    # model_config.py num_attention_layers = num_hidden_layers * 2
+    # (https://github.com/sgl-project/sglang/blob/v0.5.23/python/sglang/srt/configs/model_config.py#L1584),
+    # vLLM longcat_flash.py builds ``self_attn`` as two DeepseekV2MLAAttention per layer (#L286). The generic
+    # per-layer parameter formula does not hold for that block, so parameters come from the weights.
+    Family("longcat_flash", "transformers configuration_longcat_flash.py / modeling_longcat_flash.py (two MLA "
+           "sublayers per decoder layer)", attention_sublayers=2, config_params=False),
     # -- wrappers (the text model is nested; its own row answers) --------------------------------
     Family("kimi_k25", "moonshotai/Kimi-K2.5 configuration_kimi_k25.py (text_config: DeepSeek-V3)"),
     Family("gemma3", "transformers configuration_gemma3.py Gemma3Config (text_config)", defaults=_TIED),
@@ -232,8 +242,9 @@ def family_of(model_type: str | None) -> Family:
     return FAMILIES.get(model_type) or Family(model_type, upstream="", known=False)
 
 
-def defaults_for(model_type: str | None, text_type: str | None) -> dict[str, Any]:
-    """Config-class defaults of the wrapper's and the text model's families (the text model wins)."""
+def defaults_for(model_type: str | None, text_type: str | None) -> JSONObject:
+    """Config-class defaults of the wrapper's and the text model's families (the text model wins): config
+    values, as a config.json would hold them."""
     return {**family_of(model_type).defaults, **family_of(text_type).defaults}
 
 

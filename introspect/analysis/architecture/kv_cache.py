@@ -1,12 +1,16 @@
-"""KV-cache and recurrent-state footprint at the model's own dtype.
+"""KV-cache and recurrent-state footprint as the engines keep them.
 
 Attention layers grow with every token: 2 x kv_heads x head_dim elements per
 layer (K and V), except MLA which stores one shared latent of
-``kv_lora_rank + qk_rope_head_dim`` elements. Linear-attention and SSM layers
-keep a fixed state per sequence instead (a short-conv window plus the recurrent
-matrix), reported apart because it does not grow with context. Sliding-window
-layers stop growing at the window: ``bytes_per_token_beyond_window`` is the
-per-token cost once the context is longer than ``sliding_window_cap``.
+``kv_lora_rank + qk_rope_head_dim`` elements, at the model's dtype; a sparse-attention
+indexer adds its key at the engines' fixed fp8 layout (mixer_math.indexer_key_bytes), and a
+family whose decoder layer holds two attention modules caches both (families.py
+``attention_sublayers``). Linear-attention and SSM layers keep a fixed state per sequence
+instead (a short-conv window plus the recurrent matrix), reported apart because it does not
+grow with context, at each engine's state dtypes (state_dtypes.py: the recurrent matrix is
+float32 by default in SGLang). Sliding-window layers stop growing at the window:
+``bytes_per_token_beyond_window`` is the per-token cost once the context is longer than
+``sliding_window_cap``.
 """
 
 from __future__ import annotations
@@ -18,8 +22,9 @@ from introspect.analysis.architecture.config_view import MAX_LAYERS, ConfigView,
 from introspect.analysis.architecture.families import Family
 from introspect.analysis.architecture.kinds import CHUNKED, CSA, HCA, SLIDING
 from introspect.analysis.architecture.layers import LayerLayout
-from introspect.analysis.architecture.mixer_math import indexer_kv_elements
-from introspect.analysis.architecture.mixers import ATTENTION_KINDS, attention_kv_elements, state_elements
+from introspect.analysis.architecture.mixer_math import indexer_key_bytes
+from introspect.analysis.architecture.mixers import ATTENTION_KINDS, MIXERS, attention_kv_bytes, state_split
+from introspect.analysis.architecture.state_dtypes import by_engine_totals, state_entry
 
 DTYPE_BYTES = {
     "float32": 4,
@@ -101,7 +106,7 @@ def kv_section(per_kind: dict[str, dict[str, Any]], attention: dict[str, Any], d
     attention_bytes = sum(per_kind[k].get("bytes_per_token", 0) for k in per_kind if k in ATTENTION_KINDS)
     bounded = sum(per_kind[k].get("bytes_per_token", 0) for k, cap in caps.items() if cap)
     window = max((cap for cap in caps.values() if cap), default=None)
-    return {
+    out: dict[str, Any] = {
         "dtype": dtype,
         "dtype_assumed": dtype not in DTYPE_BYTES,  # unknown or absent: 2 bytes assumed
         "bytes_per_element": width,
@@ -110,9 +115,24 @@ def kv_section(per_kind: dict[str, dict[str, Any]], attention: dict[str, Any], d
         "state_bytes_per_sequence": sum(
             entry.get("state_bytes_per_sequence", 0) for entry in per_kind.values()
         ),
-        "sliding_window_cap": window,
-        "bytes_per_token_beyond_window": attention_bytes - bounded,
     }
+    totals = by_engine_totals(per_kind)
+    if totals is not None:
+        out["state_bytes_per_sequence_by_engine"] = totals
+    out.update(sliding_window_cap=window, bytes_per_token_beyond_window=attention_bytes - bounded)
+    return out
+
+
+def _recurrent_entry(view: ConfigView, kind: str, hidden: int | None, width: int, layers: int) -> dict[str, Any]:
+    """A recurrent kind's state: at the engines' dtypes, or at the model's where no engine serves the mixer."""
+    conv, recurrent = state_split(view, kind, hidden)
+    if not conv and not recurrent:
+        return {}
+    rule = MIXERS[kind].state_rule if kind in MIXERS else None
+    if rule is None:
+        state = (conv + recurrent) * width
+        return {"state_bytes_per_layer": state, "state_bytes_per_sequence": state * layers}
+    return state_entry(view, rule, conv, recurrent, layers)
 
 
 def analyze_kv_cache(
@@ -122,7 +142,8 @@ def analyze_kv_cache(
     """The ``architecture.kv_cache`` section."""
     dtype = model_dtype(view)
     width = DTYPE_BYTES.get(dtype or "", 2)
-    per_layer = attention_kv_elements(attention) * width
+    sublayers = family.attention_sublayers if family is not None else 1
+    per_layer = attention_kv_bytes(attention, width) * sublayers
     if family is not None and family.compressed_attention:
         return _compressed_cache(view, layout, attention, width, dtype)
     borrowing = kv_borrowing_layers(view, family, len(layout.pattern)) if family is not None else set()
@@ -135,15 +156,14 @@ def analyze_kv_cache(
             entry["bytes_per_token"] = per_layer * (layers - shared)
             if shared:
                 entry["kv_shared_layers"] = shared  # these read another layer's K/V and add nothing
+            if sublayers > 1:
+                entry["attention_sublayers"] = sublayers  # per decoder layer, both in the per-layer figure
         else:
-            state = state_elements(view, kind, hidden) * width
-            if state:
-                entry["state_bytes_per_layer"] = state
-                entry["state_bytes_per_sequence"] = state * layers
+            entry.update(_recurrent_entry(view, kind, hidden, width, layers))
         per_kind[kind] = entry
 
     out = kv_section(per_kind, attention, dtype, width)
-    if indexer_kv_elements(attention):
-        # Included in bytes_per_token_per_layer: the indexer's own keys beside the MLA latent.
-        out["indexer_bytes_per_token_per_layer"] = indexer_kv_elements(attention) * width
+    if indexer_key_bytes(attention):
+        # Included in bytes_per_token_per_layer: the indexer's fp8 key and scale beside the MLA latent.
+        out["indexer_bytes_per_token_per_layer"] = indexer_key_bytes(attention)
     return out

@@ -14,12 +14,14 @@ Checked after every verdict ran, so ``view.read`` holds every key any verdict re
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from typing import Any
 
 from introspect.analysis.architecture.config_view import ConfigView
 from introspect.analysis.architecture.layers import ALL_SLIDING, FALLBACK_SOURCES, LayerLayout
 from introspect.analysis.architecture.mixers import ATTENTION_KINDS
 from introspect.analysis.findings import Finding, Severity
+from introspect.documents.profile_architecture import Architecture
 
 # Key names that say something about which mixer each layer has.
 _LAYOUT_NAME = re.compile(
@@ -69,7 +71,7 @@ def _layout_shaped(value: Any, n: int) -> bool:
     return False
 
 
-def layout_unknown(arch: dict[str, Any], view: ConfigView, layout: LayerLayout, known: bool = True) -> list[Finding]:
+def layout_unknown(arch: Architecture, view: ConfigView, layout: LayerLayout, known: bool = True) -> list[Finding]:
     """Null the layer kinds, pure attention and the KV figure when the layout was not understood.
 
     A window key alone says every layer slides only in a family whose row says so (Mistral); in
@@ -85,10 +87,11 @@ def layout_unknown(arch: dict[str, Any], view: ConfigView, layout: LayerLayout, 
     what = ([f"layer types not understood: {', '.join(layout.unknown[:10])}"] if layout.unknown else []) + (
         [f"config keys not understood: {', '.join(keys[:12])}"] if keys else []) + (
         ["a sliding window with no layout, in a family introspect has no row for"] if window_only else [])
-    section = arch["layers"]
-    section.update({"pattern": None, "kinds": None, "pure_attention": None, "understood": False,
-                    "unknown_keys": keys + list(layout.unknown)})
-    arch["kv_cache"] = None
+    section = arch.layers
+    section.pattern = section.kinds = section.pure_attention = None
+    section.understood = False
+    section.unknown_keys = keys + list(layout.unknown)
+    arch.kv_cache = None
     return [Finding(
         Severity.ERROR, "layout-unknown",
         f"which mixer each of the {n} layers has is unknown ({'; '.join(what)}): layer kinds, pure attention "
@@ -102,14 +105,14 @@ def layout_unknown(arch: dict[str, Any], view: ConfigView, layout: LayerLayout, 
 _CACHE_NAME = re.compile(r"kv|key|value|head|cache|share|source|index", re.IGNORECASE)
 
 
-def kv_geometry_unknown(arch: dict[str, Any], view: ConfigView, layout: LayerLayout, known: bool) -> list[Finding]:
+def kv_geometry_unknown(arch: Architecture, view: ConfigView, layout: LayerLayout, known: bool) -> list[Finding]:
     """Null the KV figure when each attention layer's K/V width rests on a guess: per-layer keys about
     the cache that no rule read, or several attention kinds in a family without a row (transformers 5.24
     modeling_gemma4.py gives its full layers a wider head than its sliding ones, modeling_mimo_v2_flash.py
     its sliding layers other KV heads, modeling_dots3_note.py MLA on some layers and GQA on the others;
     none of it is in a key the generic rules read)."""
     n = len(layout.pattern)
-    if not n or not isinstance(arch.get("kv_cache"), dict):
+    if not n or arch.kv_cache is None:
         return []
     lists = sorted(view.prefix + k for k, v in view.data.items() if k not in view.read and isinstance(v, list)
                    and len(v) == n and _CACHE_NAME.search(k) and not _TUNING.search(k))
@@ -120,7 +123,7 @@ def kv_geometry_unknown(arch: dict[str, Any], view: ConfigView, layout: LayerLay
     why = (f"per-layer keys not understood: {', '.join(lists[:6])}" if lists else
            f"{' and '.join(kinds)} layers in a family introspect has no row for, with one head geometry in the "
            "config for all of them")
-    arch["kv_cache"] = None
+    arch.kv_cache = None
     return [Finding(Severity.ERROR, "kv-geometry-unknown",
                     f"the KV cache per token is not stated: {why}",
                     "# run the probe with torch and transformers in --venv so the model's own code settles it",
@@ -129,16 +132,16 @@ def kv_geometry_unknown(arch: dict[str, Any], view: ConfigView, layout: LayerLay
 
 # Each "not stated" finding and the field whose null it announces: once a witness fills the field
 # (the config class, the model's code), the finding no longer holds.
-_ANNOUNCES = {
-    "layout-unknown": lambda arch: arch.get("layers", {}).get("understood") is False,
-    "kv-geometry-unknown": lambda arch: arch.get("kv_cache") is None,
-    "layers-unknown": lambda arch: arch.get("num_layers") is None,
+_ANNOUNCES: dict[str, Callable[[Architecture], bool]] = {
+    "layout-unknown": lambda arch: arch.layers.understood is False,
+    "kv-geometry-unknown": lambda arch: arch.kv_cache is None,
+    "layers-unknown": lambda arch: arch.num_layers is None,
 }
 
 
 UNKNOWN_CODES = frozenset(_ANNOUNCES)
 
 
-def still_unknown(arch: dict[str, Any], findings: list[Finding]) -> list[Finding]:
+def still_unknown(arch: Architecture, findings: list[Finding]) -> list[Finding]:
     """``findings`` less the "not stated" ones whose field a witness has since settled."""
     return [f for f in findings if f.code not in _ANNOUNCES or _ANNOUNCES[f.code](arch)]

@@ -3,6 +3,10 @@
 Each formula mirrors the module shapes of the upstream implementation named beside
 it; the dimension readers are shared by the state and the parameter formulas so a
 config key is read one way only. Pure: a :class:`ConfigView` in, integers out.
+
+A state formula returns ``(conv, recurrent)`` elements per layer and sequence: the
+short-convolution window and the recurrent matrix, the two tensors the engines keep
+at different dtypes (state_dtypes.py).
 """
 
 from __future__ import annotations
@@ -74,6 +78,21 @@ def indexer_kv_elements(att: dict[str, Any]) -> int:
     return int(indexer.get("index_head_dim") or 0) if isinstance(indexer, dict) else 0
 
 
+INDEXER_SCALE_BLOCK = 128  # one fp32 scale per 128 elements of the indexer key
+
+
+def indexer_key_bytes(att: dict[str, Any]) -> int:
+    """Bytes the engines cache for one token's indexer key in one layer, whatever the KV dtype: the key in
+    fp8 (1 byte an element) plus a 4-byte fp32 scale per 128 elements, 132 B for index_head_dim 128.
+    vLLM 0.33.0 deepseek_v2.py Indexer: ``DeepseekV32IndexerCache(head_dim=self.head_dim + self.head_dim //
+    self.quant_block_size * 4, dtype=torch.uint8)``
+    (https://github.com/vllm-project/vllm/blob/v0.33.0/vllm/model_executor/models/deepseek_v2.py#L732);
+    SGLang 0.5.23 mem_cache/index_key_cache.py: ``index_head_dim + index_head_dim // quant_block_size * 4``
+    uint8 per token (https://github.com/sgl-project/sglang/blob/v0.5.23/python/sglang/srt/mem_cache/index_key_cache.py#L46)."""
+    dim = indexer_kv_elements(att)
+    return dim + dim // INDEXER_SCALE_BLOCK * 4
+
+
 def _indexer_params(ctx: LayerCtx) -> int:
     # transformers models/deepseek_v32 inference/model.py Indexer: wq_b (q_lora_rank -> heads x dim),
     # wk (hidden -> dim), k_norm (LayerNorm: weight + bias), weights_proj (hidden -> heads).
@@ -106,17 +125,17 @@ def _rwkv_widths(view: ConfigView, hidden: int) -> tuple[int, int]:
     return attention, inner
 
 
-def rwkv_state(view: ConfigView, hidden: int | None) -> int:
+def rwkv_state(view: ConfigView, hidden: int | None) -> tuple[int, int]:
     """RWKV-4: five hidden-size vectors per layer (transformers RwkvModel.forward builds the state as five
     (batch, hidden_size, num_hidden_layers) tensors: time-mix shift, numerator, denominator, max, channel-mix
     shift). RWKV-7 (fla rwkv7.py): a head_dim x head_dim recurrent_state per head plus the time-mix and
     channel-mix token-shift vectors."""
     if hidden is None:
-        return 0
+        return 0, 0
     if family_of(view.get_str("model_type")).wkv_heads:
         heads, head_dim = rwkv7_heads(view, hidden)
-        return heads * head_dim * head_dim + 2 * hidden
-    return 5 * hidden
+        return 0, heads * head_dim * head_dim + 2 * hidden
+    return 0, 5 * hidden
 
 
 def rwkv7_heads(view: ConfigView, hidden: int) -> tuple[int, int]:
@@ -186,15 +205,15 @@ def lightning_params(ctx: LayerCtx) -> int:
     return 5 * ctx.hidden * inner + inner
 
 
-def lightning_state(view: ConfigView, hidden: int | None) -> int:
-    """The running key-value state: heads x head_dim x head_dim per sequence."""
+def lightning_state(view: ConfigView, hidden: int | None) -> tuple[int, int]:
+    """The running key-value state: heads x head_dim x head_dim per sequence, no conv window."""
     heads = positive(view.get_int("num_attention_heads"))
     head_dim = positive(view.get_int("head_dim"))
     if head_dim is None and heads and hidden and hidden % heads == 0:
         head_dim = hidden // heads  # MiniMaxConfig: head_dim defaults to hidden_size // num_attention_heads
     if heads is None or head_dim is None:
-        return 0
-    return heads * head_dim * head_dim
+        return 0, 0
+    return 0, heads * head_dim * head_dim
 
 
 # -- Gated DeltaNet (transformers modeling_qwen3_next.py Qwen3NextGatedDeltaNet) -------------
@@ -210,9 +229,11 @@ def gdn_dims(view: ConfigView) -> tuple[int, int, int, int, int]:
     return nk, nv, dk, dv, conv
 
 
-def gdn_state(view: ConfigView, hidden: int | None) -> int:
+def gdn_state(view: ConfigView, hidden: int | None) -> tuple[int, int]:
+    """conv_state (q, k, v channels x conv - 1) and the (value heads, v dim, k dim) recurrent state, as vLLM's
+    ``gated_delta_net_state_shape`` and SGLang's ``Mamba2StateShape`` (Qwen3-Next: (32, 128, 128)) size them."""
     nk, nv, dk, dv, conv = gdn_dims(view)
-    return (2 * nk * dk + nv * dv) * (conv - 1) + nv * dk * dv
+    return (2 * nk * dk + nv * dv) * (conv - 1), nv * dk * dv
 
 
 def gdn_params(ctx: LayerCtx) -> int:
@@ -240,9 +261,10 @@ def kda_dims(view: ConfigView, default_heads: int) -> tuple[int, int, int]:
     return heads, dim, conv
 
 
-def kda_state(view: ConfigView, hidden: int | None) -> int:
+def kda_state(view: ConfigView, hidden: int | None) -> tuple[int, int]:
+    """q, k, v short-conv windows and a head_dim x head_dim state per head (vLLM ``kda_state_shape``)."""
     heads, dim, conv = kda_dims(view, 32)
-    return 3 * heads * dim * (conv - 1) + heads * dim * dim
+    return 3 * heads * dim * (conv - 1), heads * dim * dim
 
 
 def kda_params(ctx: LayerCtx) -> int:
@@ -271,11 +293,12 @@ def mamba1_dims(view: ConfigView, hidden: int) -> tuple[int, int, int, int]:
     return d_inner, d_state, d_conv, dt_rank
 
 
-def mamba1_state(view: ConfigView, hidden: int | None) -> int:
+def mamba1_state(view: ConfigView, hidden: int | None) -> tuple[int, int]:
+    """(d_inner, d_conv - 1) conv window and (d_inner, d_state) SSM state (vLLM ``mamba1_state_shape``)."""
     if hidden is None:
-        return 0
+        return 0, 0
     d_inner, d_state, d_conv, _ = mamba1_dims(view, hidden)
-    return d_inner * (d_conv - 1) + d_inner * d_state
+    return d_inner * (d_conv - 1), d_inner * d_state
 
 
 def mamba1_params(ctx: LayerCtx) -> int:
@@ -330,11 +353,13 @@ def mamba2_dims(view: ConfigView, hidden: int) -> tuple[int, int, int, int, int]
     return d_inner, groups, d_state, heads, d_conv
 
 
-def mamba2_state(view: ConfigView, hidden: int | None) -> int:
+def mamba2_state(view: ConfigView, hidden: int | None) -> tuple[int, int]:
+    """(d_inner + 2 groups x d_state) conv channels and (heads, head_dim, d_state) SSM state, heads x head_dim
+    being d_inner (vLLM ``mamba2_state_shape``, SGLang ``Mamba2StateShape.create`` at TP 1)."""
     if hidden is None:
-        return 0
+        return 0, 0
     d_inner, groups, d_state, _, d_conv = mamba2_dims(view, hidden)
-    return (d_inner + 2 * groups * d_state) * (d_conv - 1) + d_inner * d_state
+    return (d_inner + 2 * groups * d_state) * (d_conv - 1), d_inner * d_state
 
 
 def mamba2_params(ctx: LayerCtx) -> int:

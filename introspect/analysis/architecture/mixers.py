@@ -45,8 +45,9 @@ from introspect.analysis.architecture.kinds import (
     SLIDING,
 )
 from introspect.analysis.architecture.mixer_math import LayerCtx
+from introspect.analysis.architecture.state_dtypes import KDA_RULE, MAMBA_RULE
 
-StateFn = Callable[[Any, int | None], int]  # (ConfigView, hidden size) -> state elements per layer
+StateFn = Callable[[Any, int | None], tuple[int, int]]  # (ConfigView, hidden) -> (conv, recurrent) elements
 ParamsFn = Callable[[LayerCtx], int]
 
 
@@ -60,8 +61,9 @@ class Mixer:
     markers: tuple[str, ...] = ()  # config keys that reveal it when the family is unknown
     attention: bool = False  # softmax attention: a KV cache that grows with the context
     recurrent: bool = False  # a fixed per-sequence state instead of a KV cache
-    state: StateFn | None = None  # state elements per layer (conv window + recurrent matrix)
+    state: StateFn | None = None  # state elements per layer (conv window, recurrent matrix)
     params: ParamsFn | None = None  # parameters of one layer's mixer; None counts nothing
+    state_rule: str | None = MAMBA_RULE  # the engines' dtypes for its state (state_dtypes.py); None: model dtype
 
 
 MIXERS: dict[str, Mixer] = {
@@ -87,7 +89,8 @@ MIXERS: dict[str, Mixer] = {
               state=math_.gdn_state, params=math_.gdn_params),
         # moonshotai/Kimi-Linear modeling_kimi.py KimiDeltaAttention.
         Mixer(KDA, "KDA (Kimi Delta Attention)", names=("kda",), recurrent=True,
-              markers=("linear_attn_config",), state=math_.kda_state, params=math_.kda_params),
+              markers=("linear_attn_config",), state=math_.kda_state, params=math_.kda_params,
+              state_rule=KDA_RULE),
         # transformers modeling_mamba2.py Mamba2Mixer (also Bamba, Nemotron-H, Falcon-H1, Zamba2).
         Mixer(MAMBA2, "Mamba-2", names=("mamba2",), recurrent=True,
               markers=("mamba_d_ssm", "mamba_num_heads", "mamba_n_heads"),
@@ -100,9 +103,10 @@ MIXERS: dict[str, Mixer] = {
         Mixer(LINEAR, "linear-attention", recurrent=True, state=math_.lightning_state,
               params=math_.lightning_params),
         # transformers modeling_rwkv.py (RWKV-4) time + channel mixing; fla rwkv6/rwkv7 for RWKV-5..7.
+        # Neither SGLang nor vLLM serves RWKV: its state stays at the model's dtype (state_rule None).
         Mixer(RWKV, "RWKV (recurrent time mixing)", names=("rwkv",), recurrent=True,
               state=math_.rwkv_state,
-              params=math_.rwkv_params),
+              params=math_.rwkv_params, state_rule=None),
         # LFM2's gated short convolution: a fixed state, no KV.
         Mixer(CONV, "conv", names=("conv",), recurrent=True),
         # transformers modeling_mllama.py MllamaTextCrossAttention: K/V of the image, computed once per
@@ -175,9 +179,18 @@ def attention_words(att: dict[str, Any]) -> str:
 
 def attention_kv_elements(att: dict[str, Any]) -> int:
     """Cached elements per token per attention layer, the sparse indexer's keys included."""
+    return _variant_kv_elements(att) + math_.indexer_kv_elements(att)
+
+
+def _variant_kv_elements(att: dict[str, Any]) -> int:
     variant = ATTENTION_VARIANTS.get(str(att.get("type")))
-    elements = variant.kv_elements(att) if variant is not None else math_.heads_kv_elements(att)
-    return elements + math_.indexer_kv_elements(att)
+    return variant.kv_elements(att) if variant is not None else math_.heads_kv_elements(att)
+
+
+def attention_kv_bytes(att: dict[str, Any], width: int) -> int:
+    """Cached bytes per token per attention layer: K/V (or the MLA latent) at ``width`` bytes an element, plus
+    the sparse indexer's key at the engines' fixed fp8 layout (mixer_math.indexer_key_bytes)."""
+    return _variant_kv_elements(att) * width + math_.indexer_key_bytes(att)
 
 
 def layer_params(ctx: LayerCtx, kind: str) -> tuple[int, int]:
@@ -198,9 +211,14 @@ def layer_params(ctx: LayerCtx, kind: str) -> tuple[int, int]:
     return attention, recurrent
 
 
-def state_elements(view: Any, kind: str, hidden: int | None) -> int:
-    """Fixed per-sequence state of one recurrent layer; 0 for kinds without a formula."""
+def state_split(view: Any, kind: str, hidden: int | None) -> tuple[int, int]:
+    """(conv, recurrent) state elements of one recurrent layer per sequence; (0, 0) for kinds without a formula."""
     mixer = MIXERS.get(kind)
     if mixer is None or mixer.state is None:
-        return 0
+        return 0, 0
     return mixer.state(view, hidden)
+
+
+def state_elements(view: Any, kind: str, hidden: int | None) -> int:
+    """Fixed per-sequence state of one recurrent layer, both tensors; 0 for kinds without a formula."""
+    return sum(state_split(view, kind, hidden))

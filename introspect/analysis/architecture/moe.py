@@ -12,11 +12,11 @@ resolved here once, and params.py reuses it.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
 
 from introspect.analysis.architecture.config_view import MAX_LAYERS, ConfigView, positive
 from introspect.analysis.architecture.families import Family
 from introspect.analysis.architecture.layers import LayerLayout
+from introspect.documents.profile_architecture import Moe
 
 DENSE = "dense"
 SPARSE = "moe"
@@ -44,7 +44,7 @@ SHARED_COUNT_KEYS = ("n_shared_experts", "num_shared_experts", "shared_experts_n
 class MoeLayout:
     """Routing facts plus the FFN kind of every layer (``moe``, ``dense`` or None for no FFN)."""
 
-    section: dict[str, Any]
+    section: Moe
     ffn: list[str | None] = field(default_factory=list)
     expert_width: int | None = None  # intermediate size of one routed expert
     shared_width: int = 0  # total intermediate size of the always-on shared expert(s)
@@ -52,22 +52,11 @@ class MoeLayout:
     source: str | None = None
 
 
-def empty_moe() -> dict[str, Any]:
-    return {
-        "is_moe": False,
-        "routed_experts": None,
-        "shared_experts": None,
-        "experts_per_token": None,
-        "n_group": None,
-        "topk_group": None,
-        "scoring_func": None,
-        "topk_method": None,
-        "moe_intermediate_size": None,
-        "moe_layers": None,
-        "dense_layers": None,
-        "routed_scaling_factor": None,
-        "norm_topk_prob": None,
-    }
+def empty_moe(is_moe: bool | None = False) -> Moe:
+    """No routing facts: dense (False), or unknown (None) when the MoE keys could not be used."""
+    return Moe(is_moe=is_moe, routed_experts=None, shared_experts=None, experts_per_token=None, n_group=None,
+               topk_group=None, scoring_func=None, topk_method=None, moe_intermediate_size=None, moe_layers=None,
+               dense_layers=None, routed_scaling_factor=None, norm_topk_prob=None)
 
 
 def _ffn_without_experts(view: ConfigView, family: Family, layout: LayerLayout) -> list[str | None]:
@@ -181,13 +170,12 @@ def analyze_moe(view: ConfigView, family: Family, layout: LayerLayout) -> MoeLay
     n = len(layout.pattern)
     base = _ffn_without_experts(view, family, layout)
     routed = positive(view.get_int(*ROUTED_KEYS))
-    section = empty_moe()
     if routed is None or routed < 2 or n == 0:
-        return MoeLayout(section, base)
+        return MoeLayout(empty_moe(), base)
 
     sparse, source = _sparse_layers(view, family, n, base)
     if not any(sparse):
-        return MoeLayout(section, base, source=source)
+        return MoeLayout(empty_moe(), base, source=source)
     ffn: list[str | None] = [
         SPARSE if is_sparse else kind for is_sparse, kind in zip(sparse, base, strict=True)
     ]
@@ -200,21 +188,19 @@ def analyze_moe(view: ConfigView, family: Family, layout: LayerLayout) -> MoeLay
         expert_width = positive(view.get_int("intermediate_size", "ffn_hidden_size"))
     shared_count, shared_width, shared_gate = _shared(view, family, expert_width)
 
-    section.update(
-        {
-            "is_moe": True,
-            "routed_experts": routed,
-            "shared_experts": shared_count,
-            "experts_per_token": positive(view.get_int(*TOPK_KEYS)),
-            "n_group": positive(view.get_int("n_group", "num_expert_group", "moe_router_num_groups")),
-            "topk_group": positive(view.get_int("topk_group", "moe_router_group_topk")),
-            "scoring_func": view.get_str("scoring_func", "moe_router_activation_func", "router_activation"),
-            "topk_method": view.get_str("topk_method"),
-            "moe_intermediate_size": expert_width,
-            "moe_layers": sum(1 for kind in ffn if kind == SPARSE),
-            "dense_layers": sum(1 for kind in ffn if kind == DENSE),
-            "routed_scaling_factor": view.get_float("routed_scaling_factor"),
-            "norm_topk_prob": view.get_bool("norm_topk_prob", "moe_renormalize", "renormalize"),
-        }
+    section = Moe(
+        is_moe=True,
+        routed_experts=routed,
+        shared_experts=shared_count,
+        experts_per_token=positive(view.get_int(*TOPK_KEYS)),
+        n_group=positive(view.get_int("n_group", "num_expert_group", "moe_router_num_groups")),
+        topk_group=positive(view.get_int("topk_group", "moe_router_group_topk")),
+        scoring_func=view.get_str("scoring_func", "moe_router_activation_func", "router_activation"),
+        topk_method=view.get_str("topk_method"),
+        moe_intermediate_size=expert_width,
+        moe_layers=sum(1 for kind in ffn if kind == SPARSE),
+        dense_layers=sum(1 for kind in ffn if kind == DENSE),
+        routed_scaling_factor=view.get_float("routed_scaling_factor"),
+        norm_topk_prob=view.get_bool("norm_topk_prob", "moe_renormalize", "renormalize"),
     )
     return MoeLayout(section, ffn, expert_width, shared_width, shared_gate, source)

@@ -16,7 +16,6 @@ estimate can be held to a 1% agreement with the safetensors headers.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
 
 from introspect.analysis.architecture.attention import hidden_size
 from introspect.analysis.architecture.compressed_attention import head_hyper_connection_params
@@ -33,6 +32,7 @@ from introspect.analysis.architecture.mixer_math import (
 )
 from introspect.analysis.architecture.mixers import layer_params
 from introspect.analysis.architecture.moe import DENSE, SPARSE, MoeLayout
+from introspect.documents.profile_architecture import Attention, Mtp
 
 UNGATED_ACTIVATIONS = frozenset({"relu2", "gelu", "gelu_new", "gelu_pytorch_tanh", "relu"})
 
@@ -44,7 +44,7 @@ class ParamEstimate:
     embedding: int | None
     breakdown: dict[str, int] = field(default_factory=dict)
     vision: int | None = None
-    mtp: dict[str, Any] | None = None
+    mtp: Mtp | None = None
     # What the estimate took for granted because nothing in the config said it (named in the profile).
     assumptions: list[str] = field(default_factory=list)
 
@@ -77,15 +77,15 @@ def _dense_width(ctx: LayerCtx) -> int:
 
 def _moe(ctx: LayerCtx, moe: MoeLayout) -> tuple[int, int, dict[str, int]]:
     section, h = moe.section, ctx.hidden
-    experts, topk = section["routed_experts"] or 0, section["experts_per_token"] or 1
+    experts, topk = section.routed_experts or 0, section.experts_per_token or 1
     width = moe.expert_width or 0
     one = _mlp(ctx, width)
     if ctx.family.expert_bias:
         one += 2 * width + h  # gate_up and down biases per expert
     router = experts * h
     if (
-        section.get("topk_method") == "noaux_tc"
-        or section.get("scoring_func") == "sigmoid"
+        section.topk_method == "noaux_tc"
+        or section.scoring_func == "sigmoid"
         or ctx.view.get_bool("use_routing_bias")
         or ctx.family.router_bias
     ):
@@ -181,7 +181,7 @@ def estimate_params(
     root: ConfigView,
     family: Family,
     layout: LayerLayout,
-    attention: dict[str, Any],
+    attention: Attention,
     moe: MoeLayout,
 ) -> ParamEstimate:
     """Config-based parameter counts; fields are None when the config lacks the sizes."""
@@ -189,13 +189,14 @@ def estimate_params(
     vocab = _vocab(view)
     if hidden is None or not layout.pattern or not family.config_params:
         return ParamEstimate(None, None, None)
-    ctx = LayerCtx(view, family, hidden, attention, _gated(view, family), family.bias)
+    # The per-layer formulas (mixer_math, mixers) read the attention verdict in its JSON form.
+    ctx = LayerCtx(view, family, hidden, attention.to_dict(), _gated(view, family), family.bias)
     norm = 2 * hidden if ctx.bias else hidden
 
     parts: dict[str, int] = {"attention": 0, "recurrent": 0, "dense_ffn": 0, "experts_routed": 0}
     parts.update({"experts_shared": 0, "router": 0, "norms": 0})
     active_layers = 0
-    _, moe_active, moe_parts = _moe(ctx, moe) if moe.section["is_moe"] else (0, 0, {})
+    _, moe_active, moe_parts = _moe(ctx, moe) if moe.section.is_moe else (0, 0, {})
     dense = _mlp(ctx, _dense_width(ctx))
     # CLA "cross" layers have no k_proj / v_proj (vLLM hunyuan_v1.py HunYuanCrossAttention).
     cross = kv_borrowing_layers(view, family, len(layout.pattern)) if family.cla else set()
@@ -258,10 +259,10 @@ def _model_extras(ctx: LayerCtx) -> int:
 def _hash_layer_biases(ctx: LayerCtx, moe: MoeLayout, n: int) -> int:
     """DeepSeek-V4 hash_moe layers route by a frozen tid2eid lookup: no gate.bias there
     (configuration_deepseek_v4.py: the first num_hash_layers layers are "hash_moe")."""
-    if not ctx.family.compressed_attention or not moe.section["is_moe"]:
+    if not ctx.family.compressed_attention or not moe.section.is_moe:
         return 0
     hashed = min(positive(ctx.view.get_int("num_hash_layers", maximum=MAX_LAYERS)) or 0, n)
-    return hashed * (moe.section["routed_experts"] or 0)
+    return hashed * (moe.section.routed_experts or 0)
 
 
 def _mtp_estimate(
@@ -271,22 +272,18 @@ def _mtp_estimate(
     moe_parts: dict[str, int],
     dense: int,
     norm: int,
-) -> dict[str, Any]:
+) -> Mtp:
     layers, key = mtp_layer_count(ctx.view)
     if layers <= 0:
-        return {"layers": 0, "params": 0, "active": 0, "source": key}
+        return Mtp(layers=0, params=0, active=0, source=key)
     # Each MTP module: one decoder layer like the last one (with its two norms), a 2h -> h projection
     # and three norms (enorm, hnorm, head norm); embedding and head are shared with the main model
     # (DeepSeek-V3 report, section 2.2).
     attn = attention_params(ctx) if ctx.attention.get("num_heads") else 0
-    if moe.section["is_moe"]:
+    if moe.section.is_moe:
         ffn_total, ffn_active = sum(moe_parts.values()), moe_active
     else:
         ffn_total = ffn_active = dense
     glue = 2 * ctx.hidden * ctx.hidden + 5 * norm
-    return {
-        "layers": layers,
-        "params": layers * (attn + ffn_total + glue),
-        "active": layers * (attn + ffn_active + glue),
-        "source": key,
-    }
+    return Mtp(layers=layers, params=layers * (attn + ffn_total + glue), active=layers * (attn + ffn_active + glue),
+               source=key)

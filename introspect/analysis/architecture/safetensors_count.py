@@ -26,6 +26,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from introspect.analysis.findings import Finding, Severity
+from introspect.documents.profile_architecture import Quantization, SafetensorsCount
+from introspect.remote.contract import SafetensorsFacts, ShardSummary, TensorGroup
 
 # Elements of one tensor group (shape x count) no checkpoint comes near: the largest models
 # hold about 2e12 parameters in all. A header beyond it is corrupt or hostile.
@@ -117,11 +119,11 @@ def _is_metadata(template: str, has_qweight: bool, has_blocks: bool) -> bool:
     return has_blocks and template.endswith("_scales")
 
 
-def _packing(template: str, dtype: str, quant: dict[str, Any] | None) -> tuple[int, str | None]:
+def _packing(template: str, dtype: str, quant: Quantization | None) -> tuple[int, str | None]:
     """(values per stored element, logical dtype label) for packed weights; (1, None) otherwise."""
     bits_stored = DTYPE_BITS.get(dtype, 0)
-    method = (quant or {}).get("method")
-    bits = (quant or {}).get("bits") if isinstance((quant or {}).get("bits"), int) else None
+    method = quant.method if quant is not None else None
+    bits = quant.bits if quant is not None else None
     if template.endswith(".weight_packed"):
         value_bits = bits if bits and bits < bits_stored else 4
         return max(bits_stored // value_bits, 1), f"INT{value_bits}"
@@ -131,7 +133,7 @@ def _packing(template: str, dtype: str, quant: dict[str, Any] | None) -> tuple[i
     if template.endswith("_blocks") and dtype == "U8":
         return 2, "MXFP4"  # two e2m1 values per byte
     if method == "bitsandbytes" and bits == 4 and dtype == "U8" and template.endswith(".weight"):
-        return 2, str((quant or {}).get("format") or "NF4").upper()
+        return 2, str((quant.format if quant is not None else None) or "NF4").upper()
     return 1, None
 
 
@@ -163,9 +165,9 @@ def _mtp_part(logical: int, layers: set[int], num_layers: int | None) -> int:
     return logical * extra // len(layers)
 
 
-def _usable_groups(shards: list[Any]) -> tuple[list[dict[str, Any]], int, int]:
-    """(tensor groups of the readable shards, shards read, shards failed)."""
-    groups: list[dict[str, Any]] = []
+def _usable_groups(shards: list[ShardSummary]) -> tuple[list[TensorGroup], int, int]:
+    """(tensor groups of the readable shards, shards read, shards failed); raw facts may be damaged."""
+    groups: list[TensorGroup] = []
     shards_ok = shards_failed = 0
     for shard in shards:
         if not isinstance(shard, dict) or shard.get("error") or not isinstance(shard.get("groups"), list):
@@ -191,7 +193,7 @@ class _Tally:
     per_template: dict[tuple[str, str, str], list[Any]] = field(default_factory=dict)
     implausible: list[str] = field(default_factory=list)  # "template shape x count" of absurd groups
 
-    def add(self, group: dict[str, Any], quantization: dict[str, Any] | None, has_qweight: bool,
+    def add(self, group: TensorGroup, quantization: Quantization | None, has_qweight: bool,
             has_blocks: bool) -> None:
         template, dtype = group.get("template"), group.get("dtype")
         elements, count = _shape_elements(group.get("shape")), _count(group.get("count"))
@@ -227,9 +229,10 @@ class _Tally:
 
 
 def count_safetensors(
-    safetensors: Any, quantization: dict[str, Any] | None = None, num_layers: int | None = None
-) -> dict[str, Any] | None:
-    """{total, by_dtype, stored_bytes, shards, tensors, ...} or None when no shard summary is usable."""
+    safetensors: SafetensorsFacts | None, quantization: Quantization | None = None, num_layers: int | None = None
+) -> SafetensorsCount | None:
+    """The logical counts (total, by dtype, text / MTP / vision) or None when no shard summary is usable.
+    ``safetensors`` is the raw section as read, possibly damaged: every value is checked."""
     if not isinstance(safetensors, dict) or not isinstance(safetensors.get("shards"), list):
         return None
     groups, shards_ok, shards_failed = _usable_groups(safetensors["shards"])
@@ -245,28 +248,28 @@ def count_safetensors(
     tally.split_mtp(num_layers)
     if tally.implausible:
         # A count that leaves out an absurd tensor is no count: the weights' total is unknown.
-        return {"total": 0, "implausible": tally.implausible[:10], "shards": shards_ok,
-                "shards_failed": shards_failed, "text": 0, "mtp": 0, "vision": 0}
-    return {
-        "total": tally.total,
-        "by_dtype": dict(tally.by_dtype),
-        "stored_bytes": tally.stored_bits // 8,
-        "shards": shards_ok,
-        "shards_failed": shards_failed,
-        "tensors": tally.tensors,
-        "stored_elements": tally.stored_elements,
-        "excluded_elements": tally.excluded,
-        "text": tally.sections["text"],
-        "mtp": tally.sections["mtp"],
-        "vision": tally.sections["vision"],
-    }
+        return SafetensorsCount(total=0, implausible=tally.implausible[:10], shards=shards_ok,
+                                shards_failed=shards_failed, text=0, mtp=0, vision=0)
+    return SafetensorsCount(
+        total=tally.total,
+        by_dtype=dict(tally.by_dtype),
+        stored_bytes=tally.stored_bits // 8,
+        shards=shards_ok,
+        shards_failed=shards_failed,
+        tensors=tally.tensors,
+        stored_elements=tally.stored_elements,
+        excluded_elements=tally.excluded,
+        text=tally.sections["text"],
+        mtp=tally.sections["mtp"],
+        vision=tally.sections["vision"],
+    )
 
 
-def implausible_finding(stored: dict[str, Any] | None) -> Finding | None:
+def implausible_finding(stored: SafetensorsCount | None) -> Finding | None:
     """The finding for shard headers that declare tensors no model has (10**18 x 10**18)."""
-    if not stored or not stored.get("implausible"):
+    if stored is None or not stored.implausible:
         return None
     return Finding(Severity.ERROR, "safetensors-implausible",
                    f"safetensors headers declare tensors with more than {MAX_GROUP_ELEMENTS:.0e} elements "
-                   f"({'; '.join(stored['implausible'][:3])}): the weights' parameter count is unknown",
+                   f"({'; '.join(stored.implausible[:3])}): the weights' parameter count is unknown",
                    "the shard headers are corrupt: re-download the shards")

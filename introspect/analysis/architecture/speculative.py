@@ -10,26 +10,11 @@ The speculators packaging nests the same facts under ``speculators_config`` and
 
 from __future__ import annotations
 
-from typing import Any
-
 from introspect.analysis.architecture.config_view import MAX_LAYERS, ConfigView, positive, sanitize
 from introspect.analysis.architecture.params import mtp_layer_count
+from introspect.documents.profile_architecture import Drafter, Speculative
 
 MAX_DRAFTERS = 64
-FIELDS = (
-    "error",
-    "path",
-    "kind",
-    "architectures",
-    "num_layers",
-    "hidden_size",
-    "block_size",
-    "target_layer_ids",
-    "num_target_layers",
-    "mask_token_id",
-    "draft_vocab_size",
-    "vocab_size",
-)
 
 
 def _kind(config: ConfigView, archs: list[str]) -> str:
@@ -69,15 +54,17 @@ def _first_ids(views: list[ConfigView | None], *keys: str) -> list[int] | None:
     return None
 
 
-def describe_drafter(entry: Any) -> dict[str, Any] | None:
-    """One drafter directory's facts, or None when the entry is not a drafter record."""
+def describe_drafter(entry: object) -> Drafter | None:
+    """One drafter directory's facts (the remote side's ``{path, config}`` record, as read), or None
+    when the entry is not a drafter record."""
     if not isinstance(entry, dict):
         return None
     path = entry.get("path") if isinstance(entry.get("path"), str) else None
     raw = sanitize(entry.get("config"))
     if not isinstance(raw, dict):
-        empty = dict.fromkeys(FIELDS)
-        return empty | {"path": path, "kind": "unknown", "error": "drafter config is not a JSON object"}
+        return Drafter(error="drafter config is not a JSON object", path=path, kind="unknown", architectures=None,
+                       num_layers=None, hidden_size=None, block_size=None, target_layer_ids=None,
+                       num_target_layers=None, mask_token_id=None, draft_vocab_size=None, vocab_size=None)
     config = ConfigView(raw)
     archs = config.get_str_list("architectures") or []
     dflash = config.sub("dflash_config")
@@ -87,29 +74,30 @@ def describe_drafter(entry: Any) -> dict[str, Any] | None:
     target_ids = _first_ids(
         views, "target_layer_ids", "eagle_aux_hidden_state_layer_ids", "aux_hidden_state_layer_ids"
     )
-    return {
-        "error": None,
-        "path": path,
-        "kind": _kind(config, archs),
-        "architectures": archs,
-        "num_layers": _first_int([config, layer_cfg], "num_hidden_layers", "num_layers"),
-        "hidden_size": _first_int([config, layer_cfg], "hidden_size"),
-        "block_size": positive(_first_int(views, "block_size")),
-        "target_layer_ids": target_ids,
-        "num_target_layers": _first_int(views, "num_target_layers"),
-        "mask_token_id": _first_int(views, "mask_token_id"),
-        "draft_vocab_size": positive(_first_int([config, layer_cfg], "draft_vocab_size")),
-        "vocab_size": positive(_first_int([config, layer_cfg], "vocab_size")),
-    }
+    return Drafter(
+        error=None,
+        path=path,
+        kind=_kind(config, archs),
+        architectures=archs,
+        num_layers=_first_int([config, layer_cfg], "num_hidden_layers", "num_layers"),
+        hidden_size=_first_int([config, layer_cfg], "hidden_size"),
+        block_size=positive(_first_int(views, "block_size")),
+        target_layer_ids=target_ids,
+        num_target_layers=_first_int(views, "num_target_layers"),
+        mask_token_id=_first_int(views, "mask_token_id"),
+        draft_vocab_size=positive(_first_int([config, layer_cfg], "draft_vocab_size")),
+        vocab_size=positive(_first_int([config, layer_cfg], "vocab_size")),
+    )
 
 
-def analyze_speculative(view: ConfigView, drafters: Any) -> dict[str, Any]:
-    """The ``architecture.speculative`` section."""
+def analyze_speculative(view: ConfigView, drafters: object) -> Speculative:
+    """The ``architecture.speculative`` section (``drafters``: the raw facts' list, as read); the
+    drafter plan joins it once the serving sections are built."""
     layers, key = mtp_layer_count(view)
-    described: list[dict[str, Any]] = []
+    described: list[Drafter] = []
     if isinstance(drafters, (list, tuple)):
         for entry in list(drafters)[:MAX_DRAFTERS]:
             info = describe_drafter(entry)
             if info is not None:
                 described.append(info)
-    return {"mtp_layers": layers, "mtp_source": key, "drafters": described}
+    return Speculative(mtp_layers=layers, mtp_source=key, drafters=described)

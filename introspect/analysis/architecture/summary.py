@@ -2,11 +2,17 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 from introspect.analysis.architecture.layers import LayerLayout
 from introspect.analysis.architecture.mixers import attention_words, words
-from introspect.remote.contract import as_dict
+from introspect.documents.profile_architecture import (
+    Architecture,
+    Attention,
+    Drafter,
+    KvCache,
+    Moe,
+    Speculative,
+    Summary,
+)
 
 
 def human(n: int | float | None) -> str:
@@ -19,14 +25,13 @@ def human(n: int | float | None) -> str:
     return str(n)
 
 
-def _drafter_words(drafter: dict[str, Any]) -> str:
-    details = [
-        f"{key.replace('_', ' ')} {drafter[key]}" for key in ("block_size", "num_layers") if drafter.get(key)
-    ]
-    if drafter.get("target_layer_ids"):
-        details.append(f"target layers {drafter['target_layer_ids']}")
+def _drafter_words(drafter: Drafter) -> str:
+    details = [f"{key.replace('_', ' ')} {value}" for key, value in
+               (("block_size", drafter.block_size), ("num_layers", drafter.num_layers)) if value]
+    if drafter.target_layer_ids:
+        details.append(f"target layers {drafter.target_layer_ids}")
     extra = f" ({', '.join(details)})" if details else ""
-    return f"{drafter.get('kind')}{extra} at {drafter.get('path')}"
+    return f"{drafter.kind}{extra} at {drafter.path}"
 
 
 def _mixers(layout: LayerLayout, understood: bool = True) -> str:
@@ -43,72 +48,65 @@ def _mixers(layout: LayerLayout, understood: bool = True) -> str:
     return f"hybrid ({listing} layers)"
 
 
-def _attention(att: dict[str, Any], layout: LayerLayout, kv: dict[str, Any] | None) -> str:
-    out = attention_words(att)
-    if att.get("sliding_window"):
-        out += f"; sliding window {att['sliding_window']} on {layout.kinds.get('sliding_attention', 0)} layers"
-    if att.get("attention_chunk_size"):
-        out += (f"; chunked attention ({att['attention_chunk_size']}-token chunks) on "
+def _attention(att: Attention, layout: LayerLayout, kv: KvCache | None) -> str:
+    out = attention_words(att.to_dict())  # mixers.py reads the verdict in its JSON form
+    if att.sliding_window:
+        out += f"; sliding window {att.sliding_window} on {layout.kinds.get('sliding_attention', 0)} layers"
+    if att.attention_chunk_size:
+        out += (f"; chunked attention ({att.attention_chunk_size}-token chunks) on "
                 f"{layout.kinds.get('chunked_attention', 0)} layers")
-    shared = sum(entry.get("kv_shared_layers", 0) for entry in ((kv or {}).get("per_kind") or {}).values())
+    shared = sum(entry.kv_shared_layers or 0 for entry in kv.per_kind.values()) if kv is not None else 0
     if shared:
         out += f"; {shared} layers reuse another layer's K/V (cross-layer KV sharing)"
     return out
 
 
-def _experts(moe: dict[str, Any]) -> str:
-    if moe.get("is_moe") is False:
+def _experts(moe: Moe) -> str:
+    if moe.is_moe is False:
         return "dense (no experts)"
-    if not moe.get("is_moe"):
+    if not moe.is_moe:
         return "unknown"
-    routing = ", ".join(
-        f"{key} {moe[key]}" for key in ("scoring_func", "topk_method", "n_group", "topk_group") if moe.get(key)
-    )
+    routing = ", ".join(f"{key} {value}" for key, value in (
+        ("scoring_func", moe.scoring_func), ("topk_method", moe.topk_method), ("n_group", moe.n_group),
+        ("topk_group", moe.topk_group)) if value)
     experts = (
-        f"MoE: {moe['routed_experts']} routed + {moe['shared_experts']} shared experts, "
-        f"{moe['experts_per_token']} per token; {moe['moe_layers']} MoE layers, {moe['dense_layers']} dense"
+        f"MoE: {moe.routed_experts} routed + {moe.shared_experts} shared experts, "
+        f"{moe.experts_per_token} per token; {moe.moe_layers} MoE layers, {moe.dense_layers} dense"
     )
     return experts + (f" ({routing})" if routing else "")
 
 
-def _speculative(spec: dict[str, Any]) -> str:
-    drafters = spec.get("drafters") or []
-    out = f"{spec['mtp_layers']} MTP layer(s)" if spec.get("mtp_layers") else "no MTP layers"
-    if drafters:
-        return out + "; drafters: " + ", ".join(_drafter_words(d) for d in drafters)
+def _speculative(spec: Speculative) -> str:
+    out = f"{spec.mtp_layers} MTP layer(s)" if spec.mtp_layers else "no MTP layers"
+    if spec.drafters:
+        return out + "; drafters: " + ", ".join(_drafter_words(d) for d in spec.drafters)
     return out + "; no drafter found beside the model"
 
 
-def resummarise_layers(arch: dict[str, Any]) -> None:
+def resummarise_layers(arch: Architecture) -> None:
     """The mixers and attention lines again, after a witness settled the layer kinds."""
-    section, out = as_dict(arch.get("layers")), arch.get("summary")
-    pattern = section.get("pattern")
-    if not isinstance(out, dict) or not isinstance(pattern, list):
+    section = arch.layers
+    if section.pattern is None:
         return
-    layout = LayerLayout([str(k) for k in pattern], section.get("source"))
-    out["mixers"] = _mixers(layout) + f" (source: {section.get('settled_by')})"
-    out["attention"] = _attention(arch["attention"], layout, arch.get("kv_cache"))
+    layout = LayerLayout(list(section.pattern), section.source)
+    arch.summary.mixers = _mixers(layout) + f" (source: {section.settled_by})"
+    arch.summary.attention = _attention(arch.attention, layout, arch.kv_cache)
 
 
-def summary(arch: dict[str, Any], layout: LayerLayout) -> dict[str, str]:
+def summary(arch: Architecture, layout: LayerLayout) -> Summary:
     """``architecture.summary``: mixers, attention, experts, size, speculative."""
-    params = arch["params"]
+    params = arch.params
     size = (
-        f"{arch['num_layers']} layers; {human(params['total'])} parameters total, "
-        f"{human(params['active'])} active per token (source: {params['source']})"
+        f"{arch.num_layers} layers; {human(params.total)} parameters total, "
+        f"{human(params.active)} active per token (source: {params.source})"
     )
-    if params.get("source") == "config" and params.get("assumptions"):
-        size += "; an estimate assuming " + "; ".join(params["assumptions"])
-    understood = as_dict(arch.get("layers")).get("understood") is not False
-    out = {
-        "mixers": _mixers(layout, understood),
-        "attention": _attention(arch["attention"], layout, arch.get("kv_cache")),
-        "experts": _experts(arch["moe"]),
-        "size": size,
-        "speculative": _speculative(arch["speculative"]),
-    }
-    confidence = arch.get("confidence")
-    if isinstance(confidence, dict) and confidence.get("level") == "low":
-        out["confidence"] = (f"LOW: {confidence['reason']}; the {', '.join(confidence['verdicts'])} answers "
-                             "above rest on guessed key names")
+    if params.source == "config" and params.assumptions:
+        size += "; an estimate assuming " + "; ".join(params.assumptions)
+    out = Summary(mixers=_mixers(layout, arch.layers.understood is not False),
+                  attention=_attention(arch.attention, layout, arch.kv_cache), experts=_experts(arch.moe),
+                  size=size, speculative=_speculative(arch.speculative))
+    confidence = arch.confidence
+    if confidence is not None and confidence.level == "low":
+        out.confidence = (f"LOW: {confidence.reason}; the {', '.join(confidence.verdicts)} answers "
+                          "above rest on guessed key names")
     return out

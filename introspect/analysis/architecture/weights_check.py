@@ -33,10 +33,10 @@ the decoder layers.
 from __future__ import annotations
 
 import re
-from typing import Any
 
 from introspect.analysis.findings import Finding, Severity
-from introspect.remote.contract import as_dict
+from introspect.documents.profile_architecture import Architecture, Attention, WeightsConfirmation
+from introspect.remote.contract import SafetensorsFacts
 
 _LAYER_TEMPLATE = re.compile(r"(?:^|\.)(?:layers|blocks)\.#\.")
 _EXPERT = re.compile(r"\.experts\.#\.")
@@ -51,7 +51,7 @@ _ATTENTION_KINDS = frozenset({"full_attention", "sliding_attention", "chunked_at
                               "compressed_sparse_attention", "heavily_compressed_attention"})
 
 
-def _layers_with(safetensors: dict[str, Any], marker: re.Pattern[str] | str, limit: int) -> set[int] | None:
+def _layers_with(safetensors: SafetensorsFacts, marker: re.Pattern[str] | str, limit: int) -> set[int] | None:
     found: set[int] = set()
     seen = False
     for shard in safetensors.get("shards") or []:
@@ -73,57 +73,57 @@ def _span(ids: set[int]) -> str:
     return ", ".join(map(str, ordered[:12])) + (f" ... ({len(ordered)} layers)" if len(ordered) > 12 else "")
 
 
-def confirm_layers(arch: dict[str, Any], safetensors: Any) -> tuple[dict[str, Any] | None, list[Finding]]:
-    """``{moe_layers: bool|None, mla_layers: bool|None}`` and a warning per disagreement."""
-    num_layers = arch.get("num_layers")
-    if not isinstance(safetensors, dict) or not isinstance(num_layers, int) or num_layers <= 0:
+def confirm_layers(arch: Architecture, safetensors: SafetensorsFacts | None
+                   ) -> tuple[WeightsConfirmation | None, list[Finding]]:
+    """Which per-layer verdicts the weights confirm, and a warning per disagreement."""
+    num_layers = arch.num_layers
+    if not isinstance(safetensors, dict) or num_layers is None or num_layers <= 0:
         return None, []
-    layers = as_dict(arch.get("layers"))
-    result: dict[str, Any] = {"moe_layers": None, "mla_layers": None}
     findings: list[Finding] = []
+    confirmed: dict[str, bool] = {}
 
-    ffn = layers.get("ffn")
+    ffn = arch.layers.ffn
     stored = _layers_with(safetensors, _EXPERT, num_layers)
-    if stored is not None and isinstance(ffn, list) and len(ffn) == num_layers:
+    if stored is not None and ffn is not None and len(ffn) == num_layers:
         expected = {i for i, kind in enumerate(ffn) if kind == "moe"}
-        result["moe_layers"] = stored == expected
+        confirmed["moe_layers"] = stored == expected
         if stored != expected:
             findings.append(_disagree("MoE layers", expected, stored))
 
-    attention = as_dict(arch.get("attention"))
-    pattern = layers.get("pattern")
+    pattern = arch.layers.pattern
     stored = _layers_with(safetensors, "kv_a_proj_with_mqa", num_layers)
-    if stored is not None and attention.get("type") == "MLA" and isinstance(pattern, list):
-        expected = {i for i, kind in enumerate(pattern) if isinstance(kind, str) and "attention" in kind
-                    and kind != "linear_attention"}
-        result["mla_layers"] = stored == expected
+    if stored is not None and arch.attention.type == "MLA" and pattern is not None:
+        expected = {i for i, kind in enumerate(pattern) if "attention" in kind and kind != "linear_attention"}
+        confirmed["mla_layers"] = stored == expected
         if stored != expected:
             findings.append(_disagree("MLA attention layers", expected, stored))
-    if isinstance(pattern, list) and len(pattern) == num_layers:
-        _check_mixers(safetensors, pattern, attention, num_layers, result, findings)
+    if pattern is not None and len(pattern) == num_layers:
+        _check_mixers(safetensors, pattern, arch.attention, num_layers, confirmed, findings)
+    result = WeightsConfirmation(moe_layers=confirmed.pop("moe_layers", None),
+                                 mla_layers=confirmed.pop("mla_layers", None), **confirmed)
     return result, findings
 
 
-def _layers_of(pattern: list[Any], kinds: frozenset[str]) -> set[int]:
-    return {i for i, kind in enumerate(pattern) if isinstance(kind, str) and kinds & set(kind.split("+"))}
+def _layers_of(pattern: list[str], kinds: frozenset[str]) -> set[int]:
+    return {i for i, kind in enumerate(pattern) if kinds & set(kind.split("+"))}
 
 
 def _check_mixers(
-    safetensors: dict[str, Any], pattern: list[Any], attention: dict[str, Any], num_layers: int,
-    result: dict[str, Any], findings: list[Finding],
+    safetensors: SafetensorsFacts, pattern: list[str], attention: Attention, num_layers: int,
+    confirmed: dict[str, bool], findings: list[Finding],
 ) -> None:
-    """Recurrent-mixer and sparse-indexer placement, added to ``result`` only when their tensors exist."""
+    """Recurrent-mixer and sparse-indexer placement, added to ``confirmed`` only when their tensors exist."""
     # DeepSeek-V4 keeps its indexer in the CSA layers only; DeepSeek-V3.2 in every attention layer.
     sparse = _layers_of(pattern, frozenset({"compressed_sparse_attention"})) or _layers_of(pattern, _ATTENTION_KINDS)
     checks = (("recurrent_layers", "recurrent (linear-attention / SSM) layers", _RECURRENT,
                _layers_of(pattern, _RECURRENT_KINDS)),
-              ("indexer_layers", "sparse-indexer layers", _INDEXER, sparse if attention.get("sparse_indexer") else set()),
+              ("indexer_layers", "sparse-indexer layers", _INDEXER, sparse if attention.sparse_indexer else set()),
               ("compressed_layers", "compressed-attention layers", _COMPRESSOR, _layers_of(pattern, _COMPRESSED_KINDS)))
     for key, what, names, expected in checks:
         stored = _layers_with(safetensors, names, num_layers)
         if stored is None:
             continue
-        result[key] = stored == expected
+        confirmed[key] = stored == expected
         if stored != expected:
             findings.append(_disagree(what, expected, stored))
 

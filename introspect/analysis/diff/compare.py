@@ -19,12 +19,20 @@ import json
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Final, TypedDict
 
 from introspect.analysis.tokenizer.tokenizer_autotokenizer import autotokenizer_loaded
-from introspect.remote.contract import as_dict
+from introspect.documents.compare import Column as ColumnDocument
+from introspect.documents.compare import CompareCounts, CompareDocument, Row
+from introspect.remote.contract import JSONObject, as_dict
 
-COMPARE_SCHEMA = "introspect.compare/v1"
+COMPARE_SCHEMA: Final = "introspect.compare/v1"
+
+
+class CellJSON(TypedDict):
+    value: Any  # the fact's JSON value
+    known: bool
+    reason: str | None
 
 
 @dataclass(frozen=True)
@@ -36,7 +44,7 @@ class Cell:
     known: bool = True
     reason: str | None = None
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> CellJSON:
         return {"value": self.value, "known": self.known, "reason": self.reason}
 
 
@@ -46,16 +54,19 @@ def unknown(reason: str) -> Cell:
 
 @dataclass
 class RowInput:
-    """What one row is made of: a profile, or why there is none (``error``)."""
+    """What one row is made of: a profile, or why there is none (``error``).
+
+    Each part is JSON as a saved document holds it (a profile file, raw facts, a fleet document
+    of any introspect version) or as a live probe returned it: read with ``as_dict``, never trusted."""
 
     label: str
     source: str  # "file" or "live"
-    profile: dict[str, Any] | None
+    profile: JSONObject | None
     file: str | None = None
     exit_code: int = 0
-    error: dict[str, Any] | None = None
-    tokenizer_result: dict[str, Any] | None = None  # the raw tokenizer task result, when there is one
-    disk: dict[str, Any] | None = None  # {"path", "free_bytes", "total_bytes", "reason"} of a live host
+    error: JSONObject | None = None  # {type, message, hint, host?, stage?}
+    tokenizer_result: JSONObject | None = None  # the raw tokenizer task result, when there is one
+    disk: JSONObject | None = None  # {"path", "free_bytes", "total_bytes", "reason"} of a live host
 
 
 @dataclass(frozen=True)
@@ -67,7 +78,7 @@ class Fact:
     judged: bool = True  # by the majority; free disk is judged by a threshold instead
 
 
-def _arch(row: RowInput) -> dict[str, Any]:
+def _arch(row: RowInput) -> JSONObject:
     return as_dict(as_dict(row.profile).get("architecture"))
 
 
@@ -219,7 +230,7 @@ def judge(fact: Fact, cells: Sequence[tuple[str, Cell]], min_free: int | None) -
     return column
 
 
-def compare_rows(rows: Sequence[RowInput], *, min_free: int | None = None) -> dict[str, Any]:
+def compare_document(rows: Sequence[RowInput], *, min_free: int | None = None) -> CompareDocument:
     """The ``introspect.compare/v1`` document (without its stamp) of ``rows``. A row with an
     ``error`` (unreachable, no profile) is listed with it and takes no part in the judging."""
     cells = {row.label: {fact.key: (fact.read(row) if row.error is None else unknown("no profile"))
@@ -229,24 +240,31 @@ def compare_rows(rows: Sequence[RowInput], *, min_free: int | None = None) -> di
                for fact in FACTS]
     odd_by_row = {row.label: [c.fact.key for c in columns if row.label in c.odd] for row in rows}
     differing = [c.fact.key for c in columns if c.differs]
-    return {
-        "schema": COMPARE_SCHEMA,
-        "differs": bool(differing),
-        "differing": differing,
-        "counts": {"rows": len(rows), "compared": len(compared), "errors": len(rows) - len(compared)},
-        "min_free_bytes": min_free,
-        "columns": [{"key": c.fact.key, "title": c.fact.title, "kind": c.fact.kind, "judged": c.fact.judged,
-                     "majority": c.majority, "majority_rows": c.majority_rows, "distinct": c.distinct, "known_rows": c.known_rows,
-                     "differs": c.differs, "odd": c.odd} for c in columns],
-        "rows": [_row_json(row, cells[row.label], odd_by_row[row.label]) for row in rows],
-    }
+    return CompareDocument(
+        schema=COMPARE_SCHEMA,
+        differs=bool(differing),
+        differing=differing,
+        counts=CompareCounts(rows=len(rows), compared=len(compared), errors=len(rows) - len(compared)),
+        min_free_bytes=min_free,
+        columns=[ColumnDocument(key=c.fact.key, title=c.fact.title, kind=c.fact.kind, judged=c.fact.judged,
+                                majority=c.majority, majority_rows=c.majority_rows, distinct=c.distinct,
+                                known_rows=c.known_rows, differs=c.differs, odd=c.odd) for c in columns],
+        rows=[_row(row, cells[row.label], odd_by_row[row.label]) for row in rows],
+    )
 
 
-def _row_json(row: RowInput, cells: Mapping[str, Cell], odd: list[str]) -> dict[str, Any]:
+def compare_rows(rows: Sequence[RowInput], *, min_free: int | None = None) -> dict[str, Any]:
+    """:func:`compare_document` as the JSON object ``introspect compare --json`` prints (the CLI
+    adds ``model`` and stamps it)."""
+    return compare_document(rows, min_free=min_free).to_dict()
+
+
+def _row(row: RowInput, cells: Mapping[str, Cell], odd: list[str]) -> Row:
     target = as_dict(as_dict(row.profile).get("target"))
-    return {"label": row.label, "source": row.source, "file": row.file, "host": target.get("host"),
-            "model_path": target.get("model_path"), "exit_code": row.exit_code, "error": row.error,
-            "facts": {key: cell.to_json() for key, cell in cells.items()}, "odd": odd}
+    return Row(label=row.label, source=row.source, file=row.file, host=target.get("host"),
+               model_path=target.get("model_path"), exit_code=row.exit_code, error=row.error,
+               facts={key: cell.to_json() for key, cell in cells.items()}, odd=odd)
 
 
-__all__ = ["COMPARE_SCHEMA", "FACTS", "FACT_KEYS", "Cell", "Column", "Fact", "RowInput", "compare_rows", "judge"]
+__all__ = ["COMPARE_SCHEMA", "FACTS", "FACT_KEYS", "Cell", "Column", "Fact", "RowInput", "compare_document",
+           "compare_rows", "judge"]

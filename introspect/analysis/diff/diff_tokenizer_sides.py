@@ -9,16 +9,17 @@ cause. Long change lists are capped, with a count of what was left out.
 
 from __future__ import annotations
 
-from typing import Any
-
-from introspect.remote.contract import as_dict
+from introspect.analysis.diff.shapes import Change
+from introspect.remote.contract import JSONObject, as_dict
 
 MAX_CHANGES = 50
 COMPARED = ("class", "vocab_size", "len", "bos", "eos", "pad", "unk", "mask", "special_tokens")
 
 
-def like_for_like(ta: dict[str, Any], tb: dict[str, Any], labels: tuple[str, str]) -> tuple[dict, dict, list[str]]:
-    """(section a, section b, notes): a loaded side replaced by its file-derived facts."""
+def like_for_like(ta: JSONObject, tb: JSONObject, labels: tuple[str, str]) -> tuple[JSONObject, JSONObject, list[str]]:
+    """(section a, section b, notes): a loaded side replaced by its file-derived facts.
+
+    The sections are the JSON of the compared profiles (saved files of any introspect version)."""
     if bool(ta.get("loaded")) == bool(tb.get("loaded")):
         return ta, tb, []
     loaded, fell = (ta, tb) if ta.get("loaded") else (tb, ta)
@@ -41,14 +42,14 @@ def like_for_like(ta: dict[str, Any], tb: dict[str, Any], labels: tuple[str, str
     return pair[0], pair[1], notes
 
 
-def drop_load_cause(changes: list[dict[str, Any]], notes: list[str]) -> list[dict[str, Any]]:
+def drop_load_cause(changes: list[Change], notes: list[str]) -> list[Change]:
     """The error fields and source are said by the note: keep the ``loaded`` change only."""
     if not notes:
         return changes
-    return [c for c in changes if not str(c.get("key")).startswith(("error.", "source"))]
+    return [c for c in changes if not c["key"].startswith(("error.", "source"))]
 
 
-def cap(changes: list[dict[str, Any]], notes: list[str]) -> tuple[list[dict[str, Any]], int]:
+def cap(changes: list[Change], notes: list[str]) -> tuple[list[Change], int]:
     """At most MAX_CHANGES changes; the count left out goes into a note."""
     if len(changes) <= MAX_CHANGES:
         return changes, 0

@@ -25,8 +25,9 @@ from collections.abc import Callable, Iterable
 from typing import Any
 
 from introspect.analysis.diff import diff_tokenizer_sides
+from introspect.analysis.diff.shapes import Change, DiffGroup, DiffResult, Labels, TemplateDiff
 from introspect.analysis.result import target_where
-from introspect.remote.contract import as_dict
+from introspect.remote.contract import JSONObject, as_dict
 
 GROUPS = ("architecture", "tokenizer", "files", "environment")
 ARCH_IGNORED = frozenset({"evidence", "summary", "config_path", "path", "drafter_plan"})  # derived
@@ -34,20 +35,22 @@ MAX_LIST_INDEX = 4096      # longest list flattened item by item
 MAX_TEMPLATE_LINES = 400   # unified diff lines kept
 TOKEN_FIELDS = ("bos", "eos", "pad", "unk", "mask")
 
-Change = dict[str, Any]
+# The profiles compared are JSON documents (saved files, or a probe's output as JSON), read as
+# such: a diff compares profiles of other introspect versions too, which the typed model may reject.
+Flat = dict[str, object]  # key path -> the JSON value there
 
 
 # --------------------------------------------------------------------------- flattening
 
 
-def _scalar(value: Any) -> bool:
+def _scalar(value: object) -> bool:
     return value is None or isinstance(value, (str, int, float, bool))
 
 
-def flatten(value: Any, prefix: str = "", ignored: frozenset[str] = frozenset()) -> dict[str, Any]:
+def flatten(value: object, prefix: str = "", ignored: frozenset[str] = frozenset()) -> Flat:
     """Key path -> value. Lists of scalars stay whole (a layer pattern is one fact); lists of
     objects are indexed. Keys in ``ignored`` are skipped at every level."""
-    out: dict[str, Any] = {}
+    out: Flat = {}
     if isinstance(value, dict):
         for key in sorted(value, key=str):
             if str(key) in ignored:
@@ -64,32 +67,30 @@ def flatten(value: Any, prefix: str = "", ignored: frozenset[str] = frozenset())
     return out
 
 
-def compare_flat(a: dict[str, Any], b: dict[str, Any], prefix: str = "") -> list[Change]:
+def compare_flat(a: Flat, b: Flat, prefix: str = "") -> list[Change]:
     """One change per key path whose values differ (an absent key reads as null)."""
     changes = []
     for key in sorted(set(a) | set(b)):
         left, right = a.get(key), b.get(key)
         if left != right and not (left in (None, {}, []) and right in (None, {}, [])):
-            changes.append({"key": f"{prefix}{key}", "a": left, "b": right})
+            changes.append(Change(key=f"{prefix}{key}", a=left, b=right))
     return changes
 
 
-def _group(changes: list[Change], notes: list[str] | None = None, **extra: Any) -> dict[str, Any]:
-    out = {"identical": not changes, "changes": changes, "notes": notes or []}
-    out.update(extra)
-    return out
+def _group(changes: list[Change], notes: list[str] | None = None) -> DiffGroup:
+    return {"identical": not changes, "changes": changes, "notes": notes or []}
 
 
 # --------------------------------------------------------------------------- groups
 
 
-def diff_architecture(a: dict[str, Any], b: dict[str, Any]) -> dict[str, Any]:
+def diff_architecture(a: JSONObject, b: JSONObject) -> DiffGroup:
     fa = flatten(as_dict(a.get("architecture")), ignored=ARCH_IGNORED)
     fb = flatten(as_dict(b.get("architecture")), ignored=ARCH_IGNORED)
     return _group(compare_flat(fa, fb))
 
 
-def _special_map(tokenizer: dict[str, Any]) -> dict[int, str]:
+def _special_map(tokenizer: JSONObject) -> dict[int, str]:
     out: dict[int, str] = {}
     for item in tokenizer.get("special_tokens") or []:
         if isinstance(item, dict) and isinstance(item.get("id"), int) and not isinstance(item.get("id"), bool):
@@ -97,7 +98,7 @@ def _special_map(tokenizer: dict[str, Any]) -> dict[int, str]:
     return out
 
 
-def _template_diff(ta: dict[str, Any], tb: dict[str, Any], labels: tuple[str, str]) -> dict[str, Any] | None:
+def _template_diff(ta: JSONObject, tb: JSONObject, labels: tuple[str, str]) -> TemplateDiff | None:
     if ta.get("sha256") == tb.get("sha256"):
         return None
     text_a, text_b = ta.get("text"), tb.get("text")
@@ -113,7 +114,7 @@ def _template_diff(ta: dict[str, Any], tb: dict[str, Any], labels: tuple[str, st
             "text_available": bool(lines) or (isinstance(text_a, str) and isinstance(text_b, str))}
 
 
-def diff_tokenizer(a: dict[str, Any], b: dict[str, Any], labels: tuple[str, str] = ("A", "B")) -> dict[str, Any]:
+def diff_tokenizer(a: JSONObject, b: JSONObject, labels: tuple[str, str] = ("A", "B")) -> DiffGroup:
     ta, tb = as_dict(a.get("tokenizer")), as_dict(b.get("tokenizer"))
     # One side loaded, the other fell back: compare file facts with file facts.
     ta, tb, side_notes = diff_tokenizer_sides.like_for_like(ta, tb, labels)
@@ -125,7 +126,7 @@ def diff_tokenizer(a: dict[str, Any], b: dict[str, Any], labels: tuple[str, str]
     sa, sb = _special_map(ta), _special_map(tb)
     for token_id in sorted(set(sa) | set(sb)):
         if sa.get(token_id) != sb.get(token_id):
-            changes.append({"key": f"special_tokens[{token_id}]", "a": sa.get(token_id), "b": sb.get(token_id)})
+            changes.append(Change(key=f"special_tokens[{token_id}]", a=sa.get(token_id), b=sb.get(token_id)))
     error_a, error_b = as_dict(ta.get("error")), as_dict(tb.get("error"))
     for key in ("type", "missing_packages"):
         changes += compare_flat({f"error.{key}": error_a.get(key)}, {f"error.{key}": error_b.get(key)})
@@ -138,18 +139,20 @@ def diff_tokenizer(a: dict[str, Any], b: dict[str, Any], labels: tuple[str, str]
         notes.append("the chat templates differ, but a profile lacks the template text: no line diff")
     changes = diff_tokenizer_sides.drop_load_cause(changes, side_notes)
     changes, _left = diff_tokenizer_sides.cap(changes, notes)
-    return _group(changes, notes, template_diff=template)
+    group = _group(changes, notes)
+    group["template_diff"] = template
+    return group
 
 
-def _hashes(profile: dict[str, Any]) -> dict[str, Any] | None:
+def _hashes(profile: JSONObject) -> JSONObject | None:
     hashes = as_dict(profile.get("files")).get("hashes")
     if hashes is None:
         hashes = profile.get("hashes")  # tolerated: a profile that kept them at the top level
     return hashes if isinstance(hashes, dict) else None
 
 
-def _file_shas(profile: dict[str, Any]) -> dict[str, str | None]:
-    shas: dict[str, str | None] = {}
+def _file_shas(profile: JSONObject) -> Flat:
+    shas: Flat = {}
     for name, info in as_dict(as_dict(_hashes(profile)).get("files")).items():
         shas[str(name)] = as_dict(info).get("sha256")
     # Custom code is hashed by the files probe into every profile, with or without `hashes`.
@@ -159,10 +162,10 @@ def _file_shas(profile: dict[str, Any]) -> dict[str, str | None]:
     return shas
 
 
-def _weights_flat(profile: dict[str, Any]) -> dict[str, Any]:
+def _weights_flat(profile: JSONObject) -> Flat:
     weights = as_dict(as_dict(_hashes(profile)).get("weights"))
     index = as_dict(weights.get("index"))
-    out: dict[str, Any] = {}
+    out: Flat = {}
     if index:
         out["weights.index"] = index.get("file")
         out["weights.index.sha256"] = index.get("sha256")
@@ -174,7 +177,7 @@ def _weights_flat(profile: dict[str, Any]) -> dict[str, Any]:
     return out
 
 
-def diff_files(a: dict[str, Any], b: dict[str, Any]) -> dict[str, Any]:
+def diff_files(a: JSONObject, b: JSONObject) -> DiffGroup:
     notes = []
     have = [_hashes(a) is not None, _hashes(b) is not None]
     if not all(have):
@@ -191,7 +194,7 @@ def diff_files(a: dict[str, Any], b: dict[str, Any]) -> dict[str, Any]:
     return _group(changes, notes)
 
 
-def diff_environment(a: dict[str, Any], b: dict[str, Any]) -> dict[str, Any]:
+def diff_environment(a: JSONObject, b: JSONObject) -> DiffGroup:
     ea, eb = as_dict(a.get("environment")), as_dict(b.get("environment"))
     changes = compare_flat({"python_version": ea.get("python_version")}, {"python_version": eb.get("python_version")})
     changes += compare_flat(as_dict(ea.get("packages")), as_dict(eb.get("packages")), "packages.")
@@ -201,15 +204,15 @@ def diff_environment(a: dict[str, Any], b: dict[str, Any]) -> dict[str, Any]:
 # --------------------------------------------------------------------------- entry point
 
 
-def _label(profile: dict[str, Any], default: str) -> str:
+def _label(profile: JSONObject, default: str) -> str:
     target = as_dict(profile.get("target"))
     if target.get("model_path"):
         return f"{target_where(target)}:{target['model_path']}"
     return default
 
 
-def diff_profiles(a: dict[str, Any], b: dict[str, Any], groups: Iterable[str] = GROUPS, *,
-                  labels: tuple[str, str] | None = None) -> dict[str, Any]:
+def diff_result(a: JSONObject, b: JSONObject, groups: Iterable[str] = GROUPS, *,
+                labels: tuple[str, str] | None = None) -> DiffResult:
     """Grouped differences between two profiles; ``identical`` covers the compared groups only."""
     a, b = as_dict(a), as_dict(b)
     wanted = list(dict.fromkeys(groups))
@@ -217,7 +220,7 @@ def diff_profiles(a: dict[str, Any], b: dict[str, Any], groups: Iterable[str] = 
     if unknown:
         raise ValueError(f"unknown diff group(s) {', '.join(unknown)}; known: {', '.join(GROUPS)}")
     labels = labels or (_label(a, "A"), _label(b, "B"))
-    differs: dict[str, Callable[[dict[str, Any], dict[str, Any]], dict[str, Any]]] = {
+    differs: dict[str, Callable[[JSONObject, JSONObject], DiffGroup]] = {
         "architecture": diff_architecture,
         "tokenizer": lambda x, y: diff_tokenizer(x, y, ("a", "b")),
         "files": diff_files,
@@ -225,4 +228,10 @@ def diff_profiles(a: dict[str, Any], b: dict[str, Any], groups: Iterable[str] = 
     }
     result = {name: differs[name](a, b) for name in wanted}
     return {"identical": all(g["identical"] for g in result.values()),
-            "labels": {"a": labels[0], "b": labels[1]}, "groups": result}
+            "labels": Labels(a=labels[0], b=labels[1]), "groups": result}
+
+
+def diff_profiles(a: JSONObject, b: JSONObject, groups: Iterable[str] = GROUPS, *,
+                  labels: tuple[str, str] | None = None) -> dict[str, Any]:
+    """:func:`diff_result` as the JSON object ``introspect diff --json`` prints (the CLI stamps it)."""
+    return dict(diff_result(a, b, groups, labels=labels))

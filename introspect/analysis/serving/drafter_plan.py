@@ -1,21 +1,20 @@
-"""What a DFlash or EAGLE-3 drafter for this target needs, and a config skeleton. Pure.
+"""What a DFlash or EAGLE-3 drafter for this target needs. Pure.
 
-Layer ids, two conventions (both stated in the plan):
+Layer ids here are the trainers' convention (SpecForge, the DFlash reference, the published
+drafters): **0-based decoder-layer outputs**; id ``i`` is HF ``output_hidden_states[i + 1]`` (the
+embeddings are at 0). The engines do not all read them so: SGLang adds 1 for both methods, vLLM
+adds 1 to DFlash ids and takes EAGLE-3 ids as hidden-states indices (engine_conventions.py, with
+the lines of both engines' sources); ``introspect plan --engine`` writes each engine's ids.
 
-* **decoder-layer outputs, 0-based**: id ``i`` is the output of decoder layer ``i``;
-  DFlash's ``target_layer_ids`` and the published EAGLE-3 ``eagle_aux_hidden_state_layer_ids``
-  use it;
-* **hidden-states index** = id + 1: HF ``output_hidden_states`` puts the embeddings
-  at index 0, and SGLang / vLLM capture "before layer id + 1"
-  (sglang/srt/models/deepseek_v2.py ``set_dflash_layers_to_capture``: ``val + 1``).
-
-DFlash spreads ``k`` ids evenly over the target's ``n`` layers with SGLang's
-``build_target_layer_ids`` (sglang/srt/speculative/dflash_utils.py):
-``round(1 + i * (n - 4) / (k - 1))`` for i in 0..k-1 (``[n // 2]`` when k = 1). For
-Kimi-K2.5 (n = 61, k = 6) that gives [1, 12, 24, 35, 47, 58], the published
-drafter's ids. EAGLE-3's default capture points are hidden-states indices
-``[2, n // 2, n - 3]`` (sglang/srt/models/llama.py ``set_eagle3_layers_to_capture``),
-i.e. decoder outputs ``[1, n // 2 - 1, n - 4]``.
+DFlash taps ``k`` target layers (``--draft-taps``) spread with SGLang's ``build_target_layer_ids``
+(sglang/srt/speculative/dflash_utils.py): ``round(1 + i * (n - 4) / (k - 1))`` for i in 0..k-1
+(``[n // 2]`` when k = 1). The number of taps is independent of the drafter's depth
+(``--draft-layers``): the published drafters tap 5 layers whatever their depth (SpecForge's
+configs/qwen3-8b-dflash.json 5 layers, qwen3.5-35b-a3b-dflash.json 8 layers, both 5 taps). For
+Kimi-K2.5 (n = 61) k = 5 gives [1, 15, 30, 44, 58]; k = 6 gives [1, 12, 24, 35, 47, 58], the
+published Kimi-K2.5 drafter's ids. EAGLE-3's default capture points are hidden-states indices
+``[2, n // 2, n - 3]`` (sglang/srt/models/llama.py ``set_eagle3_layers_to_capture``; vLLM
+``get_eagle3_default_aux_hidden_state_layers``), i.e. decoder outputs ``[1, n // 2 - 1, n - 4]``.
 
 The mask token follows preflight's order of preference: the tokenizer's own mask
 token, else ``[UNK]`` (what the published Kimi-K2.5 DFlash drafter uses), else a
@@ -36,11 +35,23 @@ import re
 from typing import Any
 
 from introspect.analysis.findings import Finding, make
+from introspect.analysis.serving.drafter_fields import target_fields
 from introspect.remote.contract import as_dict
 
-DEFAULT_DRAFT_LAYERS = 6
-DEFAULT_BLOCK_SIZE = 8  # a training choice; the published Kimi-K2.5 DFlash drafter uses 8
-DEFAULT_DRAFT_VOCAB = 32000  # EAGLE-3's usual reduced draft vocabulary
+# The published DFlash drafters (docs/plan.md "Published drafters"): 5 target layers tapped, 5 draft
+# layers, block 16 (SpecForge configs/qwen3-8b-dflash.json, qwen3-4b-dflash.json, qwen3.6-27b-dflash.json;
+# z-lab/Qwen3-8B-DFlash-b16). 16 is also SGLang's block size when the drafter gives none
+# (sglang/srt/arg_groups/speculative_hook.py L416) and SpecForge's generated config's
+# (specforge 0.2.0 algorithms/model_providers.py populate_dflash_generated_config).
+DEFAULT_DRAFT_TAPS = 5
+DEFAULT_DRAFT_LAYERS = 5
+DEFAULT_BLOCK_SIZE = 16
+# EAGLE-3's reduced draft vocabulary: SpecForge's target-derived default (specforge 0.2.0
+# algorithms/eagle3/providers.py, draft_vocab_size=32000) and every SpecForge configs/*-eagle3.json.
+DEFAULT_DRAFT_VOCAB = 32000
+CONVENTION = ("layer ids are the trainers': 0-based decoder-layer outputs (HF hidden_states index - 1); "
+              "SGLang adds 1 to DFlash and EAGLE-3 ids, vLLM adds 1 to DFlash ids and reads EAGLE-3 ids as "
+              "hidden-states indices: `introspect plan --engine` writes each engine's")
 _RESERVED = re.compile(r"reserved|unused", re.I)
 
 
@@ -52,7 +63,9 @@ def _int(value: Any) -> int | None:
 def spread_layer_ids(num_layers: int, count: int) -> list[int]:
     """SGLang's ``build_target_layer_ids``: ``count`` 0-based decoder layers spread over ``num_layers``."""
     if num_layers < 4 or count < 1:
-        raise ValueError(f"need at least 4 target layers and 1 draft layer, got {num_layers} and {count}")
+        raise ValueError(f"need at least 4 target layers and 1 tap, got {num_layers} and {count}")
+    if count > num_layers - 3:  # more taps than layers 1..n-3: the spread would tap a layer twice
+        raise ValueError(f"{count} taps over layers 1..{num_layers - 3} of {num_layers} would repeat a layer")
     if count == 1:
         return [num_layers // 2]
     span = num_layers - 4  # from layer 1 to layer n - 3
@@ -124,29 +137,44 @@ def _no_mask(tok: dict[str, Any], vocab: int | None) -> str:
     return f"the tokenizer names no mask, unk or reserved token, and {rows}"
 
 
-def drafter_plan(arch: dict[str, Any], tokenizer: Any, generation_config: Any,
-                 draft_layers: int = DEFAULT_DRAFT_LAYERS) -> dict[str, Any] | None:
-    """The target-derived fields of a DFlash and an EAGLE-3 drafter; None without layer count."""
+def drafter_plan(arch: dict[str, Any], tokenizer: Any, generation_config: Any, config: Any = None,
+                 ) -> dict[str, Any] | None:
+    """The target-derived fields of a DFlash and an EAGLE-3 drafter; None without layer count.
+    ``config``: the target's config.json (RoPE, norm eps, FFN width for the emitted configs)."""
     layers, hidden, vocab = _int(arch.get("num_layers")), _int(arch.get("hidden_size")), _int(arch.get("vocab_size"))
     if layers is None or layers < 4:
         return None
     tok = as_dict(tokenizer)
-    dflash_ids = spread_layer_ids(layers, draft_layers)
     eagle_ids = eagle3_layer_ids(layers)
     ids = _mask_and_stops(tok, vocab, generation_config)
+    fields, notes = target_fields(arch, config)
     common = {"hidden_size": hidden, "vocab_size": vocab, "num_target_layers": layers,
               "stop_ids": ids["stop_ids"], "stop_ids_reason": ids["stop_ids_reason"]}
+    dflash = dict(common, mask_token=ids["mask_token"], mask_token_reason=ids["mask_token_reason"])
     return {
-        "convention": "layer ids are 0-based decoder-layer outputs; hidden-states index = id + 1 "
-                      "(embeddings at 0; SGLang/vLLM capture before layer id + 1)",
-        "dflash": dict(common, draft_layers=draft_layers, block_size=DEFAULT_BLOCK_SIZE,
-                       target_layer_ids=dflash_ids, hidden_states_indices=[i + 1 for i in dflash_ids],
-                       rule="round(1 + i * (n - 4) / (k - 1)), SGLang build_target_layer_ids",
-                       mask_token=ids["mask_token"], mask_token_reason=ids["mask_token_reason"]),
+        "convention": CONVENTION,
+        # A target of fewer than 8 layers has fewer than 5 distinct layers 1..n-3 to tap.
+        "dflash": reshape_dflash(dflash, min(DEFAULT_DRAFT_TAPS, layers - 3), DEFAULT_DRAFT_LAYERS,
+                                 DEFAULT_BLOCK_SIZE),
         "eagle3": dict(common, draft_vocab_size=min(DEFAULT_DRAFT_VOCAB, vocab) if vocab else None,
                        aux_layer_ids=eagle_ids, hidden_states_indices=[i + 1 for i in eagle_ids],
                        rule="[1, n // 2 - 1, n - 4] (capture before [2, n // 2, n - 3])"),
+        "target_fields": fields,
+        "target_field_notes": notes,
     }
+
+
+def reshape_dflash(dflash: dict[str, Any], taps: int, layers: int, block_size: int) -> dict[str, Any]:
+    """The DFlash plan for ``taps`` target layers, a ``layers``-deep drafter and ``block_size``."""
+    ids = spread_layer_ids(dflash["num_target_layers"], taps)
+    out = {key: value for key, value in dflash.items()
+           if key not in ("draft_taps", "draft_layers", "block_size", "target_layer_ids", "hidden_states_indices",
+                          "rule", "mask_token", "mask_token_reason")}
+    out.update(draft_taps=taps, draft_layers=layers, block_size=block_size, target_layer_ids=ids,
+               hidden_states_indices=[i + 1 for i in ids],
+               rule="round(1 + i * (n - 4) / (k - 1)) over k taps, SGLang build_target_layer_ids",
+               mask_token=dflash.get("mask_token"), mask_token_reason=dflash.get("mask_token_reason"))
+    return out
 
 
 def check_drafters(plan: dict[str, Any] | None, drafters: Any, tokenizer: Any = None) -> list[Finding]:
@@ -221,25 +249,3 @@ def _mismatches(want: dict[str, Any], drafter: dict[str, Any]) -> list[str]:
     if isinstance(mask, int) and isinstance(vocab, int) and not 0 <= mask < vocab:
         problems.append(f"mask_token_id {mask} outside the vocab {vocab}")
     return problems
-
-
-def drafter_config(plan: dict[str, Any], kind: str, target_architecture: str | None) -> dict[str, Any]:
-    """A config.json skeleton a drafter training script can start from."""
-    fields = plan[kind]
-    note = {"target_architecture": target_architecture, "convention": plan["convention"],
-            "stop_ids": fields["stop_ids"], "rule": fields["rule"]}
-    if kind == "dflash":
-        mask = as_dict(fields.get("mask_token"))
-        dflash = {"target_layer_ids": fields["target_layer_ids"], "mask_token_id": mask.get("id")}
-        if mask.get("token") is not None:
-            dflash["mask_token"] = mask["token"]
-        return {"architectures": ["DFlashDraftModel"], "model_type": "qwen3", "hidden_size": fields["hidden_size"],
-                "vocab_size": fields["vocab_size"], "num_hidden_layers": fields["draft_layers"],
-                "num_target_layers": fields["num_target_layers"], "block_size": fields["block_size"],
-                "dflash_config": dflash, "introspect": note}
-    return {"architectures": ["LlamaForCausalLMEagle3"], "model_type": "llama", "hidden_size": fields["hidden_size"],
-            "vocab_size": fields["vocab_size"], "draft_vocab_size": fields["draft_vocab_size"],
-            "num_hidden_layers": 1,
-            "eagle_config": {"eagle_aux_hidden_state_layer_ids": fields["aux_layer_ids"],
-                             "use_aux_hidden_state": True},
-            "introspect": note}

@@ -1,13 +1,15 @@
 """The ``engines`` section: can the host's SGLang / vLLM serve this model, and how? Pure.
 
-The raw facts come from the engines' installed sources (remote/engine_facts.py):
+The raw facts come from the engines' installed sources (remote/facts/host/engines.py):
 SGLang registers the class names in ``EntryClass`` of ``srt/models/*.py``; vLLM maps
 architecture names to (module, class) in ``model_executor/models/registry.py``.
 Per engine this says whether the model's ``architectures[0]`` (and the wrapped text
 model's) is registered and by which module, which speculative algorithms the
 version defines, which drafter classes it ships for this family (EAGLE / EAGLE-3
 heads, MTP / NextN modules, DFlash drafters), and whether it registers the
-checkpoint's quantization method.
+checkpoint's quantization method. ``readiness`` says, per speculative method, whether
+this model's class provides what the engine calls on it at start (engine_readiness.py):
+the ``speculative`` flags only say that the version knows the method.
 """
 
 from __future__ import annotations
@@ -16,6 +18,14 @@ import re
 from typing import Any
 
 from introspect.analysis.findings import Finding, make
+from introspect.analysis.serving.engine_readiness import drafter_findings, readiness_section
+from introspect.documents.profile_serving import (
+    Engine,
+    EngineDrafter,
+    Engines,
+    EngineSpeculative,
+    Registration,
+)
 from introspect.remote.contract import as_dict
 
 DRAFTER_WORDS = ("eagle", "dflash", "dspark", "nextn", "mtp", "medusa", "speculator")
@@ -54,8 +64,9 @@ def drafter_kind(name: str) -> str:
     return "other"
 
 
-def _drafters(classes: dict[str, Any], tokens: list[str]) -> tuple[list[dict[str, Any]], list[str]]:
-    family, generic = [], []
+def _drafters(classes: dict[str, Any], tokens: list[str]) -> tuple[list[EngineDrafter], list[str]]:
+    family: list[tuple[bool, str, EngineDrafter]] = []
+    generic = []
     for name, info in sorted(classes.items()):
         if not any(word in name.lower() for word in DRAFTER_WORDS):
             continue
@@ -69,18 +80,20 @@ def _drafters(classes: dict[str, Any], tokens: list[str]) -> tuple[list[dict[str
             # "model": a versioned name of this model (kimik25, deepseekv3) in the class or module;
             # "family": only the family word (deepseek), e.g. another generation's MTP head.
             match = "model" if any(any(c.isdigit() for c in token) for token in hits) else "family"
-            family.append({"class": name, "kind": drafter_kind(name), "match": match, "module": module,
-                           "file": as_dict(info).get("file")})
-    family.sort(key=lambda item: (item["match"] != "model", item["class"]))
-    return family, generic
+            drafter = EngineDrafter.model_validate({"class": name, "kind": drafter_kind(name), "match": match,
+                                                    "module": module, "file": as_dict(info).get("file")})
+            family.append((match != "model", name, drafter))
+    family.sort(key=lambda item: item[:2])
+    return [drafter for _, _, drafter in family], generic
 
 
-def _registered(classes: dict[str, Any], name: str | None, source: str | None) -> dict[str, Any] | None:
+def _registered(classes: dict[str, Any], name: str | None, source: str | None) -> Registration | None:
     if not name:
         return None
     info = as_dict(classes.get(name))
-    return {"architecture": name, "registered": bool(info), "module": info.get("module"),
-            "class": info.get("class") or (name if info else None), "source": info.get("file") or source}
+    return Registration.model_validate({"architecture": name, "registered": bool(info), "module": info.get("module"),
+                                        "class": info.get("class") or (name if info else None),
+                                        "source": info.get("file") or source})
 
 
 def _quantization(fact: dict[str, Any], method: str | None) -> dict[str, Any]:
@@ -94,65 +107,69 @@ def _quantization(fact: dict[str, Any], method: str | None) -> dict[str, Any]:
     return out
 
 
-def describe_engine(engine: dict[str, Any], arch: dict[str, Any]) -> dict[str, Any]:
+def describe_engine(engine: dict[str, Any], arch: dict[str, Any]) -> Engine:
+    """One engine of the section from its raw facts (facts/host/engines.py, untyped on the wire)."""
     archs = as_dict(engine.get("architectures"))
     classes = as_dict(archs.get("classes"))
     spec = as_dict(engine.get("speculative"))
     algorithms = [str(a) for a in spec.get("algorithms") or []]
     upper = {a.upper() for a in algorithms}
-    out: dict[str, Any] = {
-        "name": engine.get("name"), "version": engine.get("version"), "location": engine.get("location"),
-        "layout": engine.get("layout"), "notes": list(engine.get("notes") or []),
-        "registered_architectures": len(classes) if classes else None,
-        "architecture": _registered(classes, (arch.get("architectures") or [None])[0], archs.get("source"))
+    quantization = as_dict(engine.get("quantization"))
+    out = Engine(
+        name=engine.get("name"), version=engine.get("version"), location=engine.get("location"),
+        layout=engine.get("layout"), notes=list(engine.get("notes") or []),
+        registered_architectures=len(classes) if classes else None,
+        architecture=_registered(classes, (arch.get("architectures") or [None])[0], archs.get("source"))
         if classes else None,
-        "text_architecture": None,
-        "speculative": {"source": spec.get("source"), "algorithms": algorithms,
-                        "dflash": "DFLASH" in upper, "eagle3": "EAGLE3" in upper} if spec else None,
-        "drafters": [], "generic_drafters": [],
-        "quantization": _quantization(as_dict(engine.get("quantization")), as_dict(arch.get("quantization")).get("method"))
+        text_architecture=None,
+        speculative=EngineSpeculative(source=spec.get("source"), algorithms=algorithms, dflash="DFLASH" in upper,
+                                      eagle3="EAGLE3" in upper) if spec else None,
+        drafters=[], generic_drafters=[],
+        quantization=_quantization(quantization, as_dict(arch.get("quantization")).get("method"))
         if engine.get("quantization") else None,
-    }
+        readiness=readiness_section(engine.get("readiness"), arch),
+    )
     text_archs = arch.get("text_architectures") or []
     if classes and text_archs and text_archs[0] != (arch.get("architectures") or [None])[0]:
-        out["text_architecture"] = _registered(classes, text_archs[0], archs.get("source"))
+        out.text_architecture = _registered(classes, text_archs[0], archs.get("source"))
     if classes:
-        out["drafters"], out["generic_drafters"] = _drafters(classes, family_tokens(arch))
+        out.drafters, out.generic_drafters = _drafters(classes, family_tokens(arch))
     return out
 
 
-def _engine_findings(item: dict[str, Any]) -> list[Finding]:
-    name, version = item["name"], item["version"]
+def _engine_findings(item: Engine) -> list[Finding]:
+    name, version = item.name, item.version
     out = []
-    if item["layout"] != "read":
+    if item.layout != "read":
         out.append(make("info", "engine-version-only",
-                           f"{name} {version}: its sources were not read ({'; '.join(item['notes']) or 'layout unknown'})"
+                           f"{name} {version}: its sources were not read ({'; '.join(item.notes) or 'layout unknown'})"
                            ": only the version is known", None))
         return out
-    target = item.get("architecture")
-    if target and not target["registered"]:
+    target = item.architecture
+    if target and not target.registered:
         out.append(make("warning", "engine-architecture", f"{name} {version} does not register "
-                           f"{target['architecture']}", f"upgrade {name}, or serve it with another engine"))
-    quant = item.get("quantization") or {}
+                           f"{target.architecture}", f"upgrade {name}, or serve it with another engine"))
+    quant = item.quantization or {}
     if quant.get("checkpoint_method") and quant.get("supported") is False:
         out.append(make("warning", "engine-quantization", f"{name} {version} does not register the "
                            f"checkpoint's quantization method {quant['checkpoint_method']!r}",
                            f"upgrade {name}, or use a checkpoint in one of its methods"))
-    out += [make("info", "engine-fact-missing", f"{name} {version}: {note}", None) for note in item["notes"]]
+    out += [make("info", "engine-fact-missing", f"{name} {version}: {note}", None) for note in item.notes]
     return out
 
 
-def analyze_engines(raw: Any, arch: dict[str, Any]) -> tuple[dict[str, Any], list[Finding]]:
+def analyze_engines(raw: Any, arch: dict[str, Any]) -> tuple[Engines, list[Finding]]:
     """(section, findings). ``raw`` is the model task's ``engines`` facts (None: not probed)."""
     if not isinstance(raw, dict):
-        return {"probed": False, "searched": [], "engines": []}, []
+        return Engines(probed=False, searched=[], engines=[]), []
     engines = [describe_engine(e, arch) for e in raw.get("engines") or [] if isinstance(e, dict)]
     searched = [str(name) for name in raw.get("searched") or []]
-    section = {"probed": True, "searched": searched, "engines": engines}
+    section = Engines(probed=True, searched=searched, engines=engines)
     if not engines:
         return section, [make("info", "engines-none", "no serving engine (" + ", ".join(searched)
                                  + ") is installed for this interpreter", None)]
     findings: list[Finding] = []
     for item in engines:
         findings += _engine_findings(item)
+    findings += drafter_findings(engines, arch)
     return section, findings

@@ -20,7 +20,8 @@ plan_stages.py), per GPU of each pipeline stage:
 * KV bytes of one token on one GPU: MLA keeps one latent per layer that every TP
   rank stores whole; GQA/MHA split the KV heads over TP (replicated when TP exceeds
   them); each pipeline stage holds its own layers' share, and the stage with the
-  least room per layer bounds the replica;
+  least room per layer bounds the replica; a recurrent layer's state per sequence
+  (at the engine's state dtypes) splits over TP with its heads (plan_context.py);
 * ``kv_tokens_per_gpu`` = KV room / that share = the tokens one model replica can
   cache (every GPU of it holds a share of every token); ``kv_tokens_total`` adds up
   the replicas the GPUs allow (data parallel);
@@ -53,6 +54,8 @@ from introspect.analysis.serving.plan_stages import (
     pp_partition,
     stage_weights,
 )
+from introspect.documents.profile_serving import ContextFix, Layout, LayoutCheck, Plan, WeightsBytes
+from introspect.documents.profile_serving import GpuBudget as GpuRecord
 from introspect.remote.contract import as_dict
 
 DEFAULT_FRACTION = 0.9
@@ -69,10 +72,11 @@ class GpuBudget:
     source: str = "flags"
     per_node: int | None = None  # --gpus-per-node: layouts spanning nodes are named and ranked by it
 
-    def as_dict(self) -> dict[str, Any]:
-        out = dataclasses.asdict(self)
-        if not self.per_node:
-            del out["per_node"]  # one host: the section's keys as before
+    def record(self) -> GpuRecord:
+        """The plan's ``gpus`` member; ``per_node`` only on multi-node plans (one host: the keys as before)."""
+        out = GpuRecord(count=self.count, memory_bytes=self.memory_bytes, name=self.name, source=self.source)
+        if self.per_node:
+            out.per_node = self.per_node
         return out
 
 
@@ -142,18 +146,23 @@ def kv_bytes_per_token_per_gpu(shape: Shape, tp: int, share: tuple[int, int], pe
     return -(-per_token * share[0] // share[1])
 
 
+def state_bytes_per_gpu(state: int, tp: int, share: tuple[int, int]) -> int:
+    """One GPU's share of a sequence's recurrent state: its stage's layers, its TP rank's heads (plan_context.py)."""
+    return -(-state * share[0] // (share[1] * tp))
+
+
 def token_bytes_per_gpu(shape: Shape, tokens: TokenBytes, tp: int, share: tuple[int, int]) -> TokenBytes:
-    """One GPU's share of a token's KV (and of a sequence's state: its stage's layers)."""
+    """One GPU's share of a token's KV (and of a sequence's state: its stage's layers, split over TP)."""
     return dataclasses.replace(tokens, growing=kv_bytes_per_token_per_gpu(shape, tp, share, tokens.growing),
                                bounded=kv_bytes_per_token_per_gpu(shape, tp, share, tokens.bounded),
-                               state=-(-tokens.state * share[0] // share[1]))
+                               state=state_bytes_per_gpu(tokens.state, tp, share))
 
 
-def _check(name: str, ok: bool, detail: str) -> dict[str, Any]:
-    return {"check": name, "ok": ok, "detail": detail}
+def _check(name: str, ok: bool, detail: str) -> LayoutCheck:
+    return LayoutCheck(check=name, ok=ok, detail=detail)
 
 
-def divisibility(shape: Shape, tp: int, ep: int, pp: int) -> list[dict[str, Any]]:
+def divisibility(shape: Shape, tp: int, ep: int, pp: int) -> list[LayoutCheck]:
     out = []
     if shape.heads:
         out.append(_check("attention heads % TP", shape.heads % tp == 0, f"{shape.heads} heads over TP {tp}"))
@@ -196,7 +205,7 @@ def _stages(shape: Shape, weights: dict[str, int], tp: int, pp: int, usable: int
 
 
 def layout(shape: Shape, weights: dict[str, int], budget: GpuBudget, fraction: float,
-           tp: int, ep: int, pp: int, demand: Demand | None = None) -> dict[str, Any]:
+           tp: int, ep: int, pp: int, demand: Demand | None = None) -> Layout:
     used = tp * pp
     usable = int(budget.memory_bytes * fraction)
     stages = _stages(shape, weights, tp, pp, usable)
@@ -208,105 +217,104 @@ def layout(shape: Shape, weights: dict[str, int], budget: GpuBudget, fraction: f
     token = kv_bytes_per_token_per_gpu(shape, tp, share)
     tokens = room // token if room > 0 and token > 0 else (0 if token > 0 else None)
     replicas = budget.count // used
-    reasons = [f"{c['check']}: {c['detail']}" for c in checks if not c["ok"]]
+    reasons = [f"{c.check}: {c.detail}" for c in checks if not c.ok]
     if room <= 0:
         reasons.append(f"weights {_gib(per_gpu)} per GPU > usable {_gib(usable)} ({fraction:g} x "
                        f"{_gib(budget.memory_bytes)})")
-    out = {"name": " ".join([f"TP{tp}"] + ([f"EP{ep}"] if ep > 1 else []) + ([f"PP{pp}"] if pp > 1 else [])),
-           "tp": tp, "ep": ep, "pp": pp, "gpus": used, "replicas": replicas,
-           "weight_bytes_per_gpu": per_gpu, "usable_bytes_per_gpu": usable, "kv_room_bytes_per_gpu": max(room, 0),
-           "kv_bytes_per_token_per_gpu": token, "kv_tokens_per_gpu": tokens,
-           "kv_tokens_total": tokens * replicas if tokens is not None else None,
-           "fits": not reasons, "reasons": reasons, "checks": checks, **node_fields(tp, used, budget.per_node)}
+    out = Layout(name=" ".join([f"TP{tp}"] + ([f"EP{ep}"] if ep > 1 else []) + ([f"PP{pp}"] if pp > 1 else [])),
+                 tp=tp, ep=ep, pp=pp, gpus=used, replicas=replicas,
+                 weight_bytes_per_gpu=per_gpu, usable_bytes_per_gpu=usable, kv_room_bytes_per_gpu=max(room, 0),
+                 kv_bytes_per_token_per_gpu=token, kv_tokens_per_gpu=tokens,
+                 kv_tokens_total=tokens * replicas if tokens is not None else None,
+                 fits=not reasons, reasons=reasons, checks=checks)
+    node_fields(out, tp, used, budget.per_node)
     if shape.state_bytes_per_sequence and room > 0:
-        out["state_sequences_per_gpu"] = room // -(-shape.state_bytes_per_sequence * share[0] // share[1])
+        out.state_sequences_per_gpu = room // state_bytes_per_gpu(shape.state_bytes_per_sequence, tp, share)
     if shape.max_context and tokens is not None:
-        out["max_context_sequences"] = tokens // shape.max_context
+        out.max_context_sequences = tokens // shape.max_context
     if demand is not None and demand.max_model_len:
-        fields, short = context_fields(token_bytes_per_gpu(shape, demand.tokens, tp, share), room,
-                                       demand.max_model_len, demand.cap, demand.context_len)
-        out.update(fields, kv_bytes_per_token=demand.tokens.per_token)
+        short = context_fields(out, token_bytes_per_gpu(shape, demand.tokens, tp, share), room,
+                               demand.max_model_len, demand.cap, demand.context_len)
+        out.kv_bytes_per_token = demand.tokens.per_token
         if short:  # holds the weights but not one request: vLLM refuses to start (plan_context.py)
             reasons.append(short)
-            out["fits"] = False
+            out.fits = False
     return out
 
 
-def _kv_rule(shape: Shape, kv: dict[str, Any], demand: Demand) -> str:
+def _kv_rule(shape: Shape, kv: dict[str, Any], demand: Demand, engine: str | None) -> str:
     rule = f"KV at {demand.tokens.dtype}; " + ("MLA: the compressed latent is stored whole on every TP rank" if shape.attention_type == "MLA"
             else "KV heads split over TP (replicated when TP exceeds them)")
     if kv.get("sliding_window_cap"):
         rule += (f"; sliding-window layers counted at the full rate (they stop growing past "
                  f"{kv['sliding_window_cap']} tokens, so this is a lower bound on tokens)")
     if shape.state_bytes_per_sequence:
-        rule += (f"; recurrent layers keep {shape.state_bytes_per_sequence} B per sequence instead "
-                 "(state_sequences_per_gpu: sequences whose state fits)")
+        at = f"{engine}'s" if engine else "the larger of SGLang's and vLLM's"
+        rule += (f"; recurrent layers keep {shape.state_bytes_per_sequence} B per sequence instead, at {at} "
+                 "state dtypes, split over TP (state_sequences_per_gpu: sequences whose state fits)")
     return rule
 
 
-def rank(item: dict[str, Any], per_node: int | None) -> tuple[bool, int, bool, int, int]:
+def rank(item: Layout, per_node: int | None) -> tuple[bool, int, bool, int, int]:
     """Recipe layouts first: no PP, or PP across nodes with TP filling each node (plan_stages.py);
     then the smallest group (the most replicas), TP within a node, the fewest stages, the most KV."""
-    recipe = item["pp"] == 1 or bool(per_node and item["tp"] == per_node)
-    return (not recipe, item["gpus"], bool(item.get("tp_across_nodes")), item["pp"],
-            -(item["kv_tokens_per_gpu"] or 0))
+    recipe = item.pp == 1 or bool(per_node and item.tp == per_node)
+    return (not recipe, item.gpus, bool(item.tp_across_nodes), item.pp, -(item.kv_tokens_per_gpu or 0))
 
 
 def _demand(arch: dict[str, Any], context: ContextOptions, default_len: tuple[int | None, str] | None
-            ) -> tuple[Demand, dict[str, Any]]:
-    """The request every layout must hold, and the plan's keys that say which."""
+            ) -> tuple[Demand, str | None]:
+    """The request every layout must hold, and where its length came from (the plan's ``max_model_len_source``)."""
     derived, source = default_len or rope_default(None, None, _int(arch.get("max_context")))
-    tokens = token_bytes(arch, context.kv_dtype)
+    tokens = token_bytes(arch, context.kv_dtype, context.engine)
     length = context.max_model_len or derived
-    keys = {"max_model_len": length, "max_model_len_source": "--max-model-len" if context.max_model_len else source,
-            "kv_dtype": tokens.dtype, "kv_bytes_per_token": tokens.per_token if tokens.known else None,
-            "context_len": context.context_len}
     cap = max(derived or 0, _int(arch.get("max_context")) or 0, length or 0)  # the longest the engine serves
-    return Demand(tokens, length, cap, context.context_len), keys
+    return Demand(tokens, length, cap, context.context_len), "--max-model-len" if context.max_model_len else source
 
 
-def _context_fix(layouts: list[dict[str, Any]]) -> dict[str, Any] | None:
+def _context_fix(layouts: list[Layout]) -> ContextFix | None:
     """The longest --max-model-len some layout holds, where only the request's KV stopped it."""
-    held = [item for item in layouts if not item["fits"] and item.get("max_context_fits")
-            and all(c["ok"] for c in item["checks"]) and item["kv_room_bytes_per_gpu"] > 0]
+    held = [(item.max_context_fits, item) for item in layouts if not item.fits and item.max_context_fits
+            and all(c.ok for c in item.checks) and item.kv_room_bytes_per_gpu > 0]
     if not held:
         return None
-    best = max(held, key=lambda item: (item["max_context_fits"], -item["gpus"]))
-    return {"layout": best["name"], "max_context_fits": best["max_context_fits"],
-            "max_model_len": suggested_len(best["max_context_fits"])}
+    fits, best = max(held, key=lambda pair: (pair[0], -pair[1].gpus))
+    return ContextFix(layout=best.name, max_context_fits=fits, max_model_len=suggested_len(fits))
 
 
-def plan_section(arch: dict[str, Any], weights: dict[str, Any] | None, budget: GpuBudget | None,
+def plan_section(arch: dict[str, Any], weights: WeightsBytes | None, budget: GpuBudget | None,
                  fraction: float = DEFAULT_FRACTION, context: ContextOptions | None = None,
-                 default_len: tuple[int | None, str] | None = None) -> dict[str, Any]:
+                 default_len: tuple[int | None, str] | None = None) -> Plan:
     """The ``plan`` section: weights, GPUs, every candidate layout, the first that fits."""
-    demand, keys = _demand(arch, context or ContextOptions(), default_len)
-    out: dict[str, Any] = {"weights": weights, "gpus": budget.as_dict() if budget else None,
-                           "memory_fraction": fraction, "layouts": [], "best": None, "reason": None, **keys}
+    context = context or ContextOptions()
+    demand, source = _demand(arch, context, default_len)
+    tokens = demand.tokens
+    out = Plan(weights=weights, gpus=budget.record() if budget else None, memory_fraction=fraction, layouts=[],
+               best=None, reason=None, max_model_len=demand.max_model_len, max_model_len_source=source,
+               kv_dtype=tokens.dtype, kv_bytes_per_token=tokens.per_token if tokens.known else None,
+               context_len=context.context_len)
     if weights is None:
-        out["reason"] = "no safetensors headers were read: weight bytes are unknown"
+        out.reason = "no safetensors headers were read: weight bytes are unknown"
         return out
     if budget is None or budget.count < 1 or budget.memory_bytes <= 0:
-        out["reason"] = "no GPU facts: plan offline with `introspect plan PROFILE.json --gpus N --gpu-mem SIZE`"
+        out.reason = "no GPU facts: plan offline with `introspect plan PROFILE.json --gpus N --gpu-mem SIZE`"
         return out
-    shape = Shape.of(arch)
-    if demand.tokens.known:
-        shape = dataclasses.replace(shape, kv_bytes_per_token=demand.tokens.per_token)
-    split = {k: int(v) for k, v in as_dict(weights.get("bytes")).items() if isinstance(v, int)}
-    out["kv_rule"] = _kv_rule(shape, as_dict(arch.get("kv_cache")), demand)
+    shape = dataclasses.replace(Shape.of(arch), state_bytes_per_sequence=tokens.state)
+    if tokens.known:
+        shape = dataclasses.replace(shape, kv_bytes_per_token=tokens.per_token)
+    kv_rule = _kv_rule(shape, as_dict(arch.get("kv_cache")), demand, context.engine)
     unknown = as_dict(as_dict(arch.get("invalid_config")).get("unknown")).get("kv_cache")
     if unknown:  # KV bytes per token unknown: kv_tokens stay null rather than computed from 0
-        out["kv_rule"] += f"; KV cache unknown because of config.json {', '.join(map(str, unknown))}"
-    out["layouts"] = [layout(shape, split, budget, fraction, tp, ep, pp, demand)
-                      for tp, ep, pp in candidate_layouts(shape.num_layers, shape.experts, budget.count,
-                                                            budget.per_node)]
-    fitting = [item for item in out["layouts"] if item["fits"]]
+        kv_rule += f"; KV cache unknown because of config.json {', '.join(map(str, unknown))}"
+    out.kv_rule = kv_rule
+    out.layouts = [layout(shape, dict(weights.bytes), budget, fraction, tp, ep, pp, demand)
+                   for tp, ep, pp in candidate_layouts(shape.num_layers, shape.experts, budget.count, budget.per_node)]
+    fitting = [item for item in out.layouts if item.fits]
     if fitting:
-        best = min(fitting, key=lambda item: rank(item, budget.per_node))
-        out["best"] = best["name"]
-    else:
-        out["context_fix"] = _context_fix(out["layouts"])
-        out["reason"] = ("no candidate layout fits on these GPUs" if out["context_fix"] is None else
-                         f"no candidate layout holds the KV of one {demand.max_model_len}-token request; "
-                         f"{out['context_fix']['layout']} holds {out['context_fix']['max_context_fits']} tokens")
+        out.best = min(fitting, key=lambda item: rank(item, budget.per_node)).name
+        return out
+    fix = out.context_fix = _context_fix(out.layouts)
+    out.reason = ("no candidate layout fits on these GPUs" if fix is None else
+                  f"no candidate layout holds the KV of one {demand.max_model_len}-token request; "
+                  f"{fix.layout} holds {fix.max_context_fits} tokens")
     return out

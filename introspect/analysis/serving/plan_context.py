@@ -18,11 +18,23 @@ The engines' rules, from the installed sources (vLLM 0.33.0, SGLang 0.5.23):
   like an fp8 ``torch_dtype``) taken down to bfloat16, the CUDA platform's first dtype:
   https://github.com/vllm-project/vllm/blob/v0.33.0/vllm/config/model.py#L2423 and
   https://github.com/sgl-project/sglang/blob/v0.5.23/python/sglang/srt/mem_cache/kv_cache_dtype.py#L49
-  ``fp8`` stores one byte per element; MLA with a sparse-attention indexer (DeepSeek-V3.2) uses
-  vLLM's ``fp8_ds_mla`` row of 656 bytes per token and layer (512 fp8 + 4 fp32 scales + 64 bf16
-  rope), and the indexer's key is always fp8 plus a 4-byte scale per 128 elements:
+  ``fp8`` stores one byte per element: plain MLA (DeepSeek-V3, Kimi-K2) keeps its kv_lora_rank + rope
+  latent in fp8 with no per-token scale (vLLM ``MLAAttention.head_size = kv_lora_rank + qk_rope_head_dim``,
+  https://github.com/vllm-project/vllm/blob/v0.33.0/vllm/model_executor/layers/attention/mla_attention.py#L480;
+  SGLang ``MLATokenToKVPool.kv_cache_dim``,
+  https://github.com/sgl-project/sglang/blob/v0.5.23/python/sglang/srt/mem_cache/memory_pool.py#L4793).
+  MLA with a sparse-attention indexer (DeepSeek-V3.2, GLM-5) uses the ``fp8_ds_mla`` row of 656 bytes per
+  token and layer (512 fp8 + 4 fp32 scales + 64 bf16 rope), in vLLM's sparse backend and SGLang's DSA pool:
   https://github.com/vllm-project/vllm/blob/v0.33.0/vllm/model_executor/layers/attention/mla_attention.py#L1386
-  https://github.com/vllm-project/vllm/blob/v0.33.0/vllm/model_executor/models/deepseek_v2.py#L732
+  https://github.com/sgl-project/sglang/blob/v0.5.23/python/sglang/srt/mem_cache/kv_cache_configurator.py#L3469
+  and the indexer's key is fp8 plus a 4-byte scale per 128 elements at any KV dtype
+  (mixer_math.indexer_key_bytes: vLLM deepseek_v2.py #L732, SGLang index_key_cache.py #L46).
+* Recurrent state (linear attention, SSM) is priced at the engine's state dtypes
+  (architecture/state_dtypes.py): the profile's ``state_bytes_per_sequence_by_engine`` for the engine
+  named, else the larger figure. It is split over TP like the heads it belongs to (vLLM
+  ``mamba2_state_shape`` / ``gated_delta_net_state_shape`` divide heads and conv channels by the TP size,
+  https://github.com/vllm-project/vllm/blob/v0.33.0/vllm/model_executor/layers/mamba/mamba_utils.py#L186;
+  Mamba-2 groups fewer than the TP size are replicated, a few KiB a layer this split leaves out).
 
 Sizes are per GPU and exact to the token: the engines allocate whole blocks (16 tokens, 64 for
 FlashMLA) and keep one null block aside, so their figure can be one block smaller.
@@ -33,12 +45,13 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
+from introspect.analysis.architecture.mixer_math import indexer_key_bytes
+from introspect.documents.profile_serving import Layout
 from introspect.remote.contract import as_dict
 
 KV_DTYPES = ("auto", "fp8")
 HALF_DTYPES = ("bfloat16", "float16")
 FP8_DS_MLA_ROW = 656  # vLLM mla_attention.py #L1386: bytes per token and layer of the fp8_ds_mla layout
-INDEXER_SCALE_BLOCK = 128  # vLLM deepseek_v2.py #L724: one fp32 scale per 128 indexer-key elements
 # vLLM model.py #L2610: these RoPE types leave max_position_embeddings already scaled.
 PRESCALED_ROPE = ("su", "longrope", "llama3", "yarn", "deepseek_yarn", "deepseek_llama_scaling")
 
@@ -50,6 +63,7 @@ class ContextOptions:
     max_model_len: int | None = None
     kv_dtype: str = "auto"
     context_len: int | None = None
+    engine: str | None = None  # "sglang" / "vllm": its recurrent-state dtypes; None: the larger figure
 
 
 @dataclasses.dataclass(frozen=True)
@@ -81,26 +95,33 @@ def engine_kv_dtype(model_dtype: Any, kv_dtype: str) -> str:
 
 def _dsa_bytes(arch: dict[str, Any], kv: dict[str, Any], kv_dtype: str) -> int | None:
     """Per-token bytes of an MLA model with an indexer at the engine's layout, or None if not one."""
-    attention, width = as_dict(arch.get("attention")), _int(kv.get("bytes_per_element")) or 2
-    indexer = _int(kv.get("indexer_bytes_per_token_per_layer"))
+    attention = as_dict(arch.get("attention"))
+    key = indexer_key_bytes(attention)  # from index_head_dim: a profile of any version reads the same
     latent = (_int(attention.get("kv_lora_rank")) or 0) + (_int(attention.get("qk_rope_head_dim")) or 0)
-    if attention.get("type") != "MLA" or not indexer or not latent:
+    if attention.get("type") != "MLA" or not key or not latent:
         return None
     kinds = [as_dict(entry) for entry in as_dict(kv.get("per_kind")).values()]
     layers = sum((_int(e.get("bytes_per_token")) or 0) // (_int(e.get("bytes_per_token_per_layer")) or 1)
-                 for e in kinds if _int(e.get("bytes_per_token_per_layer")))
-    key = indexer // width
+                 * (_int(e.get("attention_sublayers")) or 1) for e in kinds if _int(e.get("bytes_per_token_per_layer")))
     row = FP8_DS_MLA_ROW if kv_dtype == "fp8" else latent * 2
-    return layers * (row + key + key // INDEXER_SCALE_BLOCK * 4)
+    return layers * (row + key)
 
 
-def token_bytes(arch: dict[str, Any], kv_dtype: str = "auto") -> TokenBytes:
-    """The profile's KV rule re-priced at the engine's KV dtype (2 bytes for auto, 1 for fp8)."""
+def state_bytes(kv: dict[str, Any], engine: str | None) -> int:
+    """Recurrent state of one sequence at ``engine``'s state dtypes, else the profile's (larger) figure."""
+    by_engine = as_dict(kv.get("state_bytes_per_sequence_by_engine"))
+    figure = _int(by_engine.get(engine)) if engine else None
+    return figure if figure is not None else _int(kv.get("state_bytes_per_sequence")) or 0
+
+
+def token_bytes(arch: dict[str, Any], kv_dtype: str = "auto", engine: str | None = None) -> TokenBytes:
+    """The profile's KV rule re-priced at the engine's KV dtype (2 bytes for auto, 1 for fp8), with the
+    recurrent state at ``engine``'s state dtypes."""
     kv = as_dict(arch.get("kv_cache"))
     unknown = as_dict(as_dict(arch.get("invalid_config")).get("unknown")).get("kv_cache")
     total, width = _int(kv.get("bytes_per_token")), _int(kv.get("bytes_per_element"))
     dtype = engine_kv_dtype(kv.get("dtype"), kv_dtype)
-    state = _int(kv.get("state_bytes_per_sequence")) or 0
+    state = state_bytes(kv, engine)
     if total is None or not width or unknown:
         return TokenBytes(0, 0, None, state, dtype, known=False)
     beyond = _int(kv.get("bytes_per_token_beyond_window"))
@@ -161,23 +182,24 @@ def suggested_len(tokens: int) -> int:
     return tokens - tokens % 1024 if tokens >= 1024 else tokens
 
 
-def context_fields(per_gpu: TokenBytes, room: int, max_model_len: int, cap: int,
-                   context_len: int | None) -> tuple[dict[str, Any], str | None]:
-    """The layout's context keys, and the reason it cannot hold one request (None: it can)."""
+def context_fields(layout: Layout, per_gpu: TokenBytes, room: int, max_model_len: int, cap: int,
+                   context_len: int | None) -> str | None:
+    """Sets the layout's context keys; returns the reason it cannot hold one request (None: it can)."""
     need = request_bytes(per_gpu, max_model_len)
-    out: dict[str, Any] = {"max_model_len": max_model_len, "kv_dtype": per_gpu.dtype,
-                           "kv_one_request_bytes_per_gpu": need if per_gpu.known else None}
+    layout.max_model_len, layout.kv_dtype = max_model_len, per_gpu.dtype
+    layout.kv_one_request_bytes_per_gpu = need if per_gpu.known else None
     if not per_gpu.known:
-        out.update(max_context_fits=None, concurrent_requests=None)
-        return out, None
+        layout.max_context_fits = layout.concurrent_requests = None
+        return None
     fits = longest_context(per_gpu, max(room, 0), max(cap, max_model_len))
-    out["max_context_fits"] = fits
-    out["concurrent_requests"] = max(room, 0) // need if need > 0 else None
+    layout.max_context_fits = fits
+    layout.concurrent_requests = max(room, 0) // need if need > 0 else None
     if context_len:
         at = request_bytes(per_gpu, context_len)
-        out.update(context_len=context_len, concurrent_requests_at_context_len=max(room, 0) // at if at else None)
+        layout.context_len = context_len
+        layout.concurrent_requests_at_context_len = max(room, 0) // at if at else None
     if room <= 0 or need <= room:
-        return out, None
+        return None
     fix = f"--max-model-len {suggested_len(fits)} or more GPUs" if fits > 0 else "more GPUs"
-    return out, (f"KV for one {max_model_len}-token request needs {need / 2**30:.1f} GiB, "
-                 f"{room / 2**30:.1f} GiB left (fix: {fix})")
+    return (f"KV for one {max_model_len}-token request needs {need / 2**30:.1f} GiB, "
+            f"{room / 2**30:.1f} GiB left (fix: {fix})")

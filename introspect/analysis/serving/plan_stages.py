@@ -14,7 +14,7 @@ after it among layouts of the same GPU count.
 
 from __future__ import annotations
 
-from typing import Any
+from introspect.documents.profile_serving import Layout
 
 MAX_PARALLEL = 1024
 
@@ -68,8 +68,7 @@ def stage_weights(weights: dict[str, int], tp: int, stages: list[int]) -> list[i
     return out
 
 
-def node_fields(tp: int, gpus: int, per_node: int | None) -> dict[str, Any]:
-    """How many nodes a layout spans, and whether its tensor-parallel group leaves one node."""
-    if not per_node:
-        return {}
-    return {"nodes": -(-gpus // per_node), "tp_across_nodes": tp > per_node}
+def node_fields(layout: Layout, tp: int, gpus: int, per_node: int | None) -> None:
+    """How many nodes ``layout`` spans, and whether its tensor-parallel group leaves one node (multi-node only)."""
+    if per_node:
+        layout.nodes, layout.tp_across_nodes = -(-gpus // per_node), tp > per_node

@@ -22,11 +22,15 @@ How SGLang and vLLM place the tensors of a DeepSeek-style decoder
 from __future__ import annotations
 
 from collections import Counter
-from typing import Any
 
 from introspect.analysis.architecture.safetensors_count import DTYPE_BITS, MAX_GROUP_ELEMENTS, VISION_PARTS
+from introspect.documents.profile_serving import WeightsBytes
+from introspect.remote.contract import SafetensorsFacts, TensorGroup
 
-REPLICATED_PARTS = ("q_a_proj", "kv_a_proj_with_mqa", "fused_qkv_a_proj", "e_score_correction_bias")
+# The shared expert's 1-wide gate (Qwen2-MoE, Qwen3-Next) is a ReplicatedLinear in vLLM:
+# https://github.com/vllm-project/vllm/blob/v0.33.0/vllm/model_executor/models/qwen3_next.py#L197
+REPLICATED_PARTS = ("q_a_proj", "kv_a_proj_with_mqa", "fused_qkv_a_proj", "e_score_correction_bias",
+                    "shared_expert_gate")
 EMBEDDING_PARTS = ("embed_tokens", "wte", "word_embeddings", "tok_embeddings")
 LAYER_CATEGORIES = ("experts", "tensor_parallel", "replicated")
 
@@ -49,7 +53,7 @@ def _category(template: str) -> str:
     return "final"
 
 
-def _layer_share(group: dict[str, Any], num_layers: int | None) -> float:
+def _layer_share(group: TensorGroup, num_layers: int | None) -> float:
     """Fraction of a per-layer group that lies in MTP layers (ids >= num_hidden_layers)."""
     ids = [i for i in group.get("layer_ids") or [] if isinstance(i, int) and not isinstance(i, bool)]
     if num_layers is None or not ids:
@@ -57,7 +61,7 @@ def _layer_share(group: dict[str, Any], num_layers: int | None) -> float:
     return sum(1 for i in ids if i >= num_layers) / len(ids)
 
 
-def _group_bytes(group: dict[str, Any]) -> int | None:
+def _group_bytes(group: TensorGroup) -> int | None:
     shape, count, dtype = group.get("shape"), group.get("count"), group.get("dtype")
     if not isinstance(shape, list) or not isinstance(count, int) or dtype not in DTYPE_BITS:
         return None
@@ -71,8 +75,8 @@ def _group_bytes(group: dict[str, Any]) -> int | None:
     return elements * count * DTYPE_BITS[dtype] // 8
 
 
-def split_weights(safetensors: Any, num_layers: int | None) -> dict[str, Any] | None:
-    """{"source", "total_bytes", "bytes": {category: n}, "shards"} or None without usable headers."""
+def split_weights(safetensors: SafetensorsFacts | None, num_layers: int | None) -> WeightsBytes | None:
+    """The plan's ``weights``: bytes by category from the safetensors headers, or None without usable headers."""
     if not isinstance(safetensors, dict) or not isinstance(safetensors.get("shards"), list):
         return None
     by_category: Counter[str] = Counter()
@@ -98,5 +102,5 @@ def split_weights(safetensors: Any, num_layers: int | None) -> dict[str, Any] | 
     if shards == 0:
         return None
     names = ("experts", "tensor_parallel", "replicated", "embedding", "lm_head", "final", "vision", "mtp")
-    return {"source": "safetensors headers (stored bytes)", "total_bytes": sum(by_category.values()),
-            "bytes": {name: by_category[name] for name in names}, "shards": shards, "shards_failed": failed}
+    return WeightsBytes(source="safetensors headers (stored bytes)", total_bytes=sum(by_category.values()),
+                        bytes={name: by_category[name] for name in names}, shards=shards, shards_failed=failed)

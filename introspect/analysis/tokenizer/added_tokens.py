@@ -12,9 +12,9 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from typing import Any
 
-from introspect.remote.contract import as_list
+from introspect.analysis.tokenizer.shapes import shaped
+from introspect.remote.contract import AddedTokenItem, AddedTokensCheck, as_list
 
 
 @dataclass(frozen=True)
@@ -23,7 +23,7 @@ class AddedTokensVerdict:
 
     checked: int | None
     mismatches: int | None  # as the remote counted them (every id, even past the items it kept)
-    disagree: list[dict[str, Any]] = field(default_factory=list)  # the items whose answers differ
+    disagree: list[AddedTokenItem] = field(default_factory=list)  # the items whose answers differ
     sources: list[str] = field(default_factory=list)  # the files the ids were read from
 
     @property
@@ -32,11 +32,12 @@ class AddedTokensVerdict:
         return bool(self.mismatches) or bool(self.disagree)
 
 
-def judge_added_tokens(check: Mapping[str, Any] | None) -> AddedTokensVerdict | None:
+def judge_added_tokens(check: AddedTokensCheck | None) -> AddedTokensVerdict | None:
     """The verdict on one ``added_tokens_check`` record; None when no check ran (no such files)."""
     if not isinstance(check, Mapping) or not check:
         return None
-    disagree = [item for item in as_list(check.get("items")) if isinstance(item, dict) and not item.get("ok")]
+    disagree = [shaped(item, AddedTokenItem) for item in as_list(check.get("items"))
+                if isinstance(item, dict) and not item.get("ok")]
     mismatches = check.get("mismatches")
     checked = check.get("checked")
     return AddedTokensVerdict(

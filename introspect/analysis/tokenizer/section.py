@@ -40,209 +40,259 @@ come from the files, ``loaded`` is false, and the ``tokenizer-stand-in`` warning
 
 from __future__ import annotations
 
-from typing import Any
+from collections.abc import Collection
+from dataclasses import dataclass, field
+from typing import Any, TypeVar
 
 from introspect.analysis.findings import Finding
+from introspect.analysis.list_caps import count
+from introspect.analysis.result import TargetSection
 from introspect.analysis.tokenizer.added_tokens import judge_added_tokens
+from introspect.analysis.tokenizer.shapes import NAMED, FileFacts, NamedKey, Template, Token, shaped
 from introspect.analysis.tokenizer.tokenizer_agreement import disagreements, file_facts, native_load
 from introspect.analysis.tokenizer.tokenizer_autotokenizer import (
     autotokenizer_block,
     autotokenizer_loaded,
     backing_files,
+    error_summary,
     native_block,
     stand_in_reason,
     unreported_failure,
 )
-from introspect.analysis.tokenizer.tokenizer_caps import cap_findings, with_totals
-from introspect.analysis.tokenizer.tokenizer_fallback import NAMED, facts_from_files
+from introspect.analysis.tokenizer.tokenizer_caps import (
+    cap_findings,
+    check_totals,
+    damaged_check,
+    special_totals,
+)
+from introspect.analysis.tokenizer.tokenizer_fallback import facts_from_files
 from introspect.analysis.tokenizer.tokenizer_findings import (
     config_vocab_size,
     stand_in_finding,
     tokenizer_findings,
 )
-from introspect.remote.contract import as_dict
+from introspect.documents.base import TokenId
+from introspect.documents.profile_tokenizer import (
+    AutoTokenizer,
+    ChatTemplate,
+    FromFiles,
+    Sources,
+    Tokenizer,
+    TokenizerError,
+    TokenizerFiles,
+)
+from introspect.remote.contract import (
+    FilesFacts,
+    JSONObject,
+    LoadedChatTemplate,
+    TokenizerFilesFacts,
+    TokenizerProbe,
+    as_dict,
+)
 
-__all__ = ["analyze_tokenizer", "config_vocab_size", "facts_from_files", "tokenizer_section"]
+__all__ = ["analyze_tokenizer", "config_vocab_size", "facts_from_files", "load_seconds", "tokenizer_section"]
 
 FACTS = ("class", "vocab_size", "len", *NAMED, "special_tokens", "chat_template")
+T = TypeVar("T")
 
 
 def analyze_tokenizer(
-    tokenizer_files: dict[str, Any],
-    tokenizer_probe: dict[str, Any] | None,
+    tokenizer_files: TokenizerFilesFacts | None,
+    tokenizer_probe: TokenizerProbe | None,
     *,
-    config: dict[str, Any] | None,
-    target: dict[str, Any],
+    config: JSONObject | None,
+    target: TargetSection,
     remote_code_allowed: bool,
 ) -> tuple[dict[str, Any], list[dict[str, Any]]]:
-    """(tokenizer section, findings in JSON form). Never raises on malformed raw facts."""
+    """(tokenizer section, findings) in the profile's JSON form (see :func:`tokenizer_section`)."""
     section, findings = tokenizer_section(tokenizer_files, tokenizer_probe, config=config, target=target,
                                           remote_code_allowed=remote_code_allowed)
-    return section, [f.to_json() for f in findings]
+    return section.to_dict(), [f.to_json() for f in findings]
+
+
+def load_seconds(tokenizer_probe: object) -> int | float | None:
+    """How long the load took: a timing of the profile, kept out of the section so that profiles diff cleanly."""
+    seconds = as_dict(tokenizer_probe).get("load_seconds")
+    return seconds if isinstance(seconds, (int, float)) and not isinstance(seconds, bool) else None
 
 
 def tokenizer_section(
-    tokenizer_files: Any,
-    tokenizer_probe: Any,
+    tokenizer_files: TokenizerFilesFacts | None,
+    tokenizer_probe: TokenizerProbe | None,
     *,
-    config: dict[str, Any] | None,
-    target: dict[str, Any],
+    config: JSONObject | None,
+    target: TargetSection,
     remote_code_allowed: bool,
-    model_files: Any = None,
-) -> tuple[dict[str, Any], list[Finding]]:
-    """(tokenizer section, typed findings). Never raises on malformed raw facts.
+    model_files: FilesFacts | None = None,
+) -> tuple[Tokenizer, list[Finding]]:
+    """(tokenizer section, typed findings). Missing or misshapen raw facts are read as absent; a value
+    of a type the section's model cannot hold (a class name that is a number) raises pydantic's
+    ``ValidationError``, which ``raw_guard.guarded`` turns into a ``raw-damaged`` finding.
 
     ``model_files``: the raw ``files`` facts (their listing tells whether a tokenizer file exists)."""
-    files = as_dict(tokenizer_files)
+    files = shaped(tokenizer_files, TokenizerFilesFacts)
     probe = tokenizer_probe if isinstance(tokenizer_probe, dict) else None
     from_files = facts_from_files(files)
     stand_in = (stand_in_reason(probe, config_vocab=config_vocab_size(config)[0],
                                 backing=backing_files(model_files)) if autotokenizer_loaded(probe) else None)
-    if probe is not None and probe.get("loaded") and stand_in is None:
-        section = _section_from_probe(probe, from_files)
-        # The file-derived facts ride along, for the same-story check and for diff.
-        section["from_files"] = file_facts(from_files)
-    else:  # a stand-in's facts are the defaults of its class: none of them is taken
-        section = _section_from_files(from_files, probe, stand_in=stand_in is not None)
-    section = with_totals(section, probe, from_files)  # every capped list: <key>_total, <key>_truncated
     # What a pipeline's AutoTokenizer call does in that venv comes first, then the native load if any.
     block = autotokenizer_block(probe, target, remote_code_allowed, stand_in)
-    section = {"autotokenizer": block, "native": native_block(probe), **section}
+    if probe is not None and probe.get("loaded") and stand_in is None:
+        section = _section_from_probe(block, probe, from_files)
+    else:  # a stand-in's facts are the defaults of its class: none of them is taken
+        section = _section_from_files(block, from_files, probe, stand_in=stand_in is not None)
     findings = tokenizer_findings(section, files, config, target, remote_code_allowed) + cap_findings(section, target)
-    findings += stand_in_finding(block, probe, target)
+    findings += stand_in_finding(block, probe, target) + damaged_check(probe if stand_in is None else None)
     if remote_code_allowed or not files.get("remote_code"):  # else transformers loaded another class
-        findings += disagreements(section, as_dict(section.get("from_files")))
+        findings += disagreements(section, section.from_files)
     findings += native_load(probe, target)
     findings += unreported_failure(block, probe, str(target.get("venv") or target.get("python") or "the target Python"))
     return section, findings
 
 
-def _section_from_probe(probe: dict[str, Any], from_files: dict[str, Any]) -> dict[str, Any]:
+@dataclass
+class _Facts:
+    """The section's facts, each from the load or (where the load did not give it) from the files,
+    and the witness each came from (``sources``)."""
+
+    class_: str | None
+    vocab_size: int | None
+    len: int | None
+    named: dict[NamedKey, TokenId | None]
+    special_tokens: list[TokenId]
+    template: Template | None
+    sources: dict[str, str | None] = field(default_factory=dict)
+
+
+def _facts(probe: TokenizerProbe, from_files: FileFacts, from_files_only: Collection[str], loaded_by: str) -> _Facts:
+    """Each fact of FACTS from the load, except those in ``from_files_only``."""
+    sources: dict[str, str | None] = {}
+
+    def pick(fact: str, loaded: T, files: T) -> T:
+        if fact in from_files_only:
+            sources[fact] = "files" if files is not None else None
+            return files
+        sources[fact] = loaded_by
+        return loaded
+
+    class_ = pick("class", probe.get("class"), from_files.get("class"))
+    vocab_size = pick("vocab_size", probe.get("vocab_size"), from_files.get("vocab_size"))
+    length = pick("len", probe.get("len"), from_files.get("len"))
+    named = {attr: _token_id(pick(attr, _probe_token(probe.get(attr)), from_files.get(attr))) for attr in NAMED}
+    specials = pick("special_tokens", [_probe_token(t) for t in probe.get("special_tokens") or [] if isinstance(t, dict)],
+                    from_files.get("special_tokens"))
+    template = pick("chat_template", _probe_template(probe.get("chat_template")), from_files.get("chat_template"))
+    return _Facts(class_, vocab_size, length, named, [TokenId(token=t["token"], id=t["id"]) for t in specials or []
+                                                      if t is not None], template, sources)
+
+
+def _probe_token(value: object) -> Token | None:
+    pair = value if isinstance(value, dict) else None
+    return Token(token=pair.get("token"), id=pair.get("id")) if pair is not None else None
+
+
+def _token_id(token: Token | None) -> TokenId | None:
+    return TokenId(token=token["token"], id=token["id"]) if token is not None else None
+
+
+def _probe_template(value: object) -> Template | None:
+    template = shaped(value, LoadedChatTemplate)
+    text = template.get("text")
+    if not isinstance(text, str):
+        return None
+    return Template(text=text, sha256=template.get("sha256"), source=template.get("source"))
+
+
+def _section_from_probe(block: AutoTokenizer, probe: TokenizerProbe, from_files: FileFacts) -> Tokenizer:
     """Loaded: transformers' (or the layout library's) answers; a fact the probe failed to read,
     or one the layout's library has no notion of (a tiktoken Encoding's bos), comes from the files."""
     failed = {str(e.get("fact")) for e in probe.get("fact_errors") or [] if isinstance(e, dict)}
-    failed.update(as_dict(native_block(probe)).get("unknown") or [])
+    native = native_block(probe)
+    failed.update(native["unknown"] if native is not None else [])
     source = probe.get("source")
     loaded_by = source if isinstance(source, str) else "transformers"  # else the layout's own library
-    values: dict[str, Any] = {}
-    sources: dict[str, str | None] = {}
-    for fact in FACTS:
-        if fact in failed:
-            values[fact] = from_files.get(fact)
-            sources[fact] = "files" if values[fact] is not None else None
-        else:
-            values[fact] = _probe_fact(probe, fact)
-            sources[fact] = loaded_by
-    sample = as_dict(probe.get("sample"))
-    section = _section(
-        loaded=True,
-        source=loaded_by,
-        values=values,
-        sources=sources,
-        sample=sample.get("text") if isinstance(sample.get("text"), str) else None,
-        sample_error=_error_summary(sample.get("error")),
-        error=None,
-        from_files=from_files,
-        probe=probe,
+    facts = _facts(probe, from_files, failed, loaded_by)
+    template = _chat_template(facts.template, probe)
+    # The file-derived facts ride along, for the same-story check and for diff.
+    return _section(block, probe, facts, from_files, loaded=True, source=loaded_by, template=template, error=None,
+                    check_probe=probe, from_files_block=file_facts(from_files))
+
+
+def _section_from_files(block: AutoTokenizer, from_files: FileFacts, probe: TokenizerProbe | None,
+                        stand_in: bool = False) -> Tokenizer:
+    facts = _facts(shaped(None, TokenizerProbe), from_files, FACTS, "files")
+    # A stand-in's added-token check compares the files with the stand-in: no verdict on the tokenizer.
+    # Its load happened all the same: its transformers version stands.
+    return _section(block, probe, facts, from_files, loaded=False, source="files",
+                    template=_chat_template(facts.template, None),
+                    error=error_summary(probe.get("error")) if probe else None,
+                    check_probe=None if stand_in else probe, from_files_block=None)
+
+
+def _section(block: AutoTokenizer, probe: TokenizerProbe | None, facts: _Facts, from_files: FileFacts, *,
+             loaded: bool, source: str, template: ChatTemplate, error: TokenizerError | None,
+             check_probe: TokenizerProbe | None, from_files_block: FromFiles | None) -> Tokenizer:
+    """The section; ``check_probe``: the load whose added-tokens check is judged (none for a stand-in)."""
+    sources = facts.sources
+    # Every capped list: <key>_total, <key>_truncated, from the side the list came from.
+    origin: TokenizerProbe | FileFacts = (probe if probe is not None and sources.get("special_tokens")
+                                          not in ("files", None) else from_files)
+    total, truncated = special_totals(facts.special_tokens, origin)
+    if probe is not None and loaded:
+        # A fact the probe did not report at all (a raw file of an older probe) gets no source:
+        # the loss check (tokenizer_agreement) then reads no "none" into it.
+        for fact in (*NAMED, "special_tokens"):
+            if fact not in probe and sources.get(fact) not in ("files", None):
+                sources[fact] = None
+    verdict = judge_added_tokens(check_probe.get("added_tokens_check")) if check_probe else None
+    native = native_block(probe)
+    section = Tokenizer(
+        autotokenizer=block,
+        native=dict(native) if native is not None else None,
+        loaded=loaded,
+        source=source,
+        class_=facts.class_,
+        declared_class=from_files.get("class"),
+        vocab_size=facts.vocab_size,
+        len=facts.len,
+        bos=facts.named["bos"], eos=facts.named["eos"], pad=facts.named["pad"], unk=facts.named["unk"],
+        mask=facts.named["mask"],
+        special_tokens=facts.special_tokens,
+        special_tokens_total=total,
+        special_tokens_truncated=truncated,
+        chat_template=template,
+        error=error,
+        sources=Sources(class_=sources.get("class"), vocab_size=sources.get("vocab_size"), len=sources.get("len"),
+                        bos=sources.get("bos"), eos=sources.get("eos"), pad=sources.get("pad"),
+                        unk=sources.get("unk"), mask=sources.get("mask"),
+                        special_tokens=sources.get("special_tokens"), chat_template=sources.get("chat_template")),
+        # Validated from the TypedDict: its optional keys (choice, class_source, ...) stay unset when absent.
+        files=TokenizerFiles.model_validate(from_files.get("vocab")),
+        added_tokens_check=check_totals(verdict, probe) if verdict is not None and probe is not None else None,
+        transformers_version=probe.get("transformers_version") if probe else None,
+    )
+    if from_files_block is not None:  # a loaded section only
+        section.from_files = from_files_block
+    return section
+
+
+def _chat_template(template: Template | None, probe: TokenizerProbe | None) -> ChatTemplate:
+    """The section's template; a loaded tokenizer's (``probe``) with its rendered sample."""
+    sample = as_dict(probe.get("sample")) if probe is not None else {}
+    text = sample.get("text")
+    sample_error = error_summary(sample.get("error"))
+    chat = ChatTemplate(
+        present=template is not None,
+        source=template["source"] if template else None,
+        sha256=template["sha256"] if template else None,
+        text=template["text"] if template else None,
+        sample=text if isinstance(text, str) else None,
+        sample_error=sample_error.to_dict() if sample_error is not None else None,
     )
     # Texts the host cut (a huge template, a sample that rendered megabytes): their true size.
-    template = as_dict(probe.get("chat_template"))
-    for key, block in (("text", template), ("sample", sample)):
-        if block.get("truncated") is True and isinstance(section["chat_template"], dict):
-            section["chat_template"][f"{key}_size"] = block.get("size")
-            section["chat_template"][f"{key}_truncated"] = True
-    return section
-
-
-def _probe_fact(probe: dict[str, Any], fact: str) -> Any:
-    value = probe.get(fact)
-    if fact == "chat_template":
-        template = as_dict(value)
-        if not isinstance(template.get("text"), str):
-            return None
-        return {"text": template["text"], "sha256": template.get("sha256"), "source": template.get("source")}
-    if fact == "special_tokens":
-        return [{"token": t.get("token"), "id": t.get("id")} for t in value or [] if isinstance(t, dict)]
-    if fact in NAMED:
-        return {"token": value.get("token"), "id": value.get("id")} if isinstance(value, dict) else None
-    return value
-
-
-def _section_from_files(from_files: dict[str, Any], probe: dict[str, Any] | None,
-                        stand_in: bool = False) -> dict[str, Any]:
-    values = {fact: from_files.get(fact) for fact in FACTS}
-    sources: dict[str, str | None] = {fact: ("files" if values[fact] is not None else None) for fact in FACTS}
-    section = _section(
-        loaded=False,
-        source="files",
-        values=values,
-        sources=sources,
-        sample=None,
-        sample_error=None,
-        error=_error_summary(probe.get("error")) if probe else None,
-        # A stand-in's added-token check compares the files with the stand-in: no verdict on the tokenizer.
-        from_files=from_files,
-        probe=None if stand_in else probe,
-    )
-    if stand_in and probe is not None:  # the load happened: its versions and time still stand
-        section["transformers_version"] = probe.get("transformers_version")
-        section["load_seconds"] = probe.get("load_seconds")
-    return section
-
-
-def _section(
-    *,
-    loaded: bool,
-    source: str,
-    values: dict[str, Any],
-    sources: dict[str, str | None],
-    sample: str | None,
-    sample_error: dict[str, Any] | None,
-    error: dict[str, Any] | None,
-    from_files: dict[str, Any],
-    probe: dict[str, Any] | None,
-) -> dict[str, Any]:
-    template = values.get("chat_template")
-    template = template if isinstance(template, dict) else {}
-    verdict = judge_added_tokens(probe.get("added_tokens_check")) if probe else None
-    return {
-        "loaded": loaded,
-        "source": source,
-        "class": values.get("class"),
-        "declared_class": from_files.get("class"),
-        "vocab_size": values.get("vocab_size"),
-        "len": values.get("len"),
-        **{attr: values.get(attr) for attr in NAMED},
-        "special_tokens": values.get("special_tokens") or [],
-        "chat_template": {
-            "present": bool(template),
-            "source": template.get("source"),
-            "sha256": template.get("sha256"),
-            "text": template.get("text"),
-            "sample": sample,
-            "sample_error": sample_error,
-        },
-        "error": error,
-        "sources": sources,
-        "files": from_files.get("vocab"),
-        "added_tokens_check": {
-            "checked": verdict.checked,
-            "mismatches": verdict.mismatches,
-            "items": verdict.disagree,
-        }
-        if verdict is not None
-        else None,
-        "transformers_version": probe.get("transformers_version") if probe else None,
-        "load_seconds": probe.get("load_seconds") if probe else None,
-    }
-
-
-def _error_summary(error: Any) -> dict[str, Any] | None:
-    if not isinstance(error, dict):
-        return None
-    return {
-        "type": error.get("type"),
-        "message": error.get("message"),
-        "missing_packages": list(error.get("missing_packages") or []),
-        "cause": error.get("cause"),
-    }
+    cut = shaped(probe.get("chat_template") if probe is not None else None, LoadedChatTemplate)
+    if cut.get("truncated") is True:
+        chat.text_size, chat.text_truncated = count(cut.get("size")), True
+    if sample.get("truncated") is True:
+        chat.sample_size, chat.sample_truncated = count(sample.get("size")), True
+    return chat

@@ -20,63 +20,78 @@ from __future__ import annotations
 from typing import Any
 
 from introspect.analysis.findings import Finding, make
-from introspect.analysis.list_caps import list_totals
+from introspect.analysis.result import TargetSection
+from introspect.analysis.tokenizer.shapes import NAMED, FileFacts, Token
 from introspect.analysis.tokenizer.tokenizer_autotokenizer import (
     autotokenizer_error,
     autotokenizer_fix,
+    error_summary,
     native_block,
 )
+from introspect.analysis.tokenizer.tokenizer_caps import special_totals
 from introspect.analysis.tokenizer.tokenizer_losses import conversion_losses
-from introspect.remote.contract import as_dict
+from introspect.documents.base import TokenId
+from introspect.documents.profile_tokenizer import FromFiles, Tokenizer
+from introspect.remote.contract import TokenizerProbe
 
-NAMED = ("bos", "eos", "pad", "unk", "mask")
 MAX_SHOWN = 5
 
 
-def file_facts(from_files: dict[str, Any]) -> dict[str, Any]:
+def file_facts(from_files: FileFacts) -> FromFiles:
     """The file-derived facts kept in a loaded profile, for this check and for ``diff``."""
-    template = as_dict(from_files.get("chat_template"))
-    return {
-        "class": from_files.get("class"),
-        "vocab_size": from_files.get("vocab_size"),
-        "len": from_files.get("len"),
-        **{attr: from_files.get(attr) for attr in NAMED},
-        "special_tokens": list(from_files.get("special_tokens") or []),
-        **list_totals(from_files, "special_tokens"),
-        "chat_template_sha256": template.get("sha256"),
-        "chat_template_source": template.get("source"),
-        "vocab_file": as_dict(from_files.get("vocab")).get("vocab_file"),
-        "vocab_kind": as_dict(from_files.get("vocab")).get("kind"),
-    }
+    template = from_files.get("chat_template")
+    vocab = from_files.get("vocab") or {}
+    specials = [_token_id(t) for t in from_files.get("special_tokens") or []]
+    total, truncated = special_totals([t for t in specials if t is not None], from_files)
+    return FromFiles(
+        class_=from_files.get("class"),
+        vocab_size=from_files.get("vocab_size"),
+        len=from_files.get("len"),
+        bos=_token_id(from_files.get("bos")), eos=_token_id(from_files.get("eos")),
+        pad=_token_id(from_files.get("pad")), unk=_token_id(from_files.get("unk")),
+        mask=_token_id(from_files.get("mask")),
+        special_tokens=[t for t in specials if t is not None],
+        special_tokens_total=total,
+        special_tokens_truncated=truncated,
+        chat_template_sha256=template["sha256"] if template else None,
+        chat_template_source=template["source"] if template else None,
+        vocab_file=vocab.get("vocab_file"),
+        vocab_kind=vocab.get("kind"),
+    )
 
 
-def disagreements(section: dict[str, Any], files: dict[str, Any]) -> list[Finding]:
+def _token_id(token: Token | None) -> TokenId | None:
+    return TokenId(token=token["token"], id=token["id"]) if token is not None else None
+
+
+def disagreements(section: Tokenizer, files: FromFiles | None) -> list[Finding]:
     """Warnings for a loaded section whose values differ from the file-derived ones."""
-    if not section.get("loaded"):
+    if not section.loaded or files is None:
         return []
-    vocab_file = files.get("vocab_file") or "the vocabulary file"
-    named_file = "tokenizer_config.json" if files.get("vocab_file") not in ("tekken.json",) else vocab_file
+    vocab_file = files.vocab_file or "the vocabulary file"
+    named_file = "tokenizer_config.json" if files.vocab_file not in ("tekken.json",) else vocab_file
     out: list[Finding] = []
-    checks = [(key, section.get(key), files.get(key), vocab_file) for key in ("vocab_size", "len")]
-    checks += [(attr, _id(section.get(attr)), _id(files.get(attr)), named_file) for attr in NAMED]
-    template = as_dict(section.get("chat_template"))
-    checks.append(("chat_template.sha256", template.get("sha256"), files.get("chat_template_sha256"),
-                   files.get("chat_template_source") or "the template file"))
-    for field, loaded, fallback, source in checks:
+    checks: list[tuple[str, Any, Any, str]] = [
+        ("vocab_size", section.vocab_size, files.vocab_size, vocab_file), ("len", section.len, files.len, vocab_file)]
+    checks += [(attr, _id(getattr(section, attr)), _id(getattr(files, attr)), named_file) for attr in NAMED]
+    checks.append(("chat_template.sha256", section.chat_template.sha256, files.chat_template_sha256,
+                   files.chat_template_source or "the template file"))
+    for fact, loaded, fallback, source in checks:
         if loaded is not None and fallback is not None and loaded != fallback:
-            out.append(_finding(field, loaded, fallback, source))
+            out.append(_finding(fact, loaded, fallback, source))
     out += _specials(section, files, vocab_file)
     out += conversion_losses(section, files)
     return out
 
 
-def _specials(section: dict[str, Any], files: dict[str, Any], source: str) -> list[Finding]:
-    a, b = _by_id(section.get("special_tokens")), _by_id(files.get("special_tokens"))
+def _specials(section: Tokenizer, files: FromFiles, source: str) -> list[Finding]:
+    a, b = _by_id(section.special_tokens), _by_id(files.special_tokens)
     # None on one side: a loss (tokenizer_losses) or nothing to compare, never a disagreement.
     if not a or not b:
         return []
     # A cut list covers ids up to its last one: past that, a missing id is the cut, not a difference.
-    cut = [max(ids) for ids, facts in ((a, section), (b, files)) if facts.get("special_tokens_truncated") is True]
+    cut = [max(ids) for ids, truncated in ((a, section.special_tokens_truncated), (b, files.special_tokens_truncated))
+           if truncated is True]
     bound = min(cut) if cut else None
     if bound is not None:
         a = {i: t for i, t in a.items() if i <= bound}
@@ -87,36 +102,32 @@ def _specials(section: dict[str, Any], files: dict[str, Any], source: str) -> li
     shown = ", ".join(f"id {i}: {a.get(i)!r} vs {b.get(i)!r}" for i in differ[:MAX_SHOWN])
     more = f" (and {len(differ) - MAX_SHOWN} more)" if len(differ) > MAX_SHOWN else ""
     within = f" (ids up to {bound}: a list was cut there)" if bound is not None else ""
-    counts = [list_totals(facts, "special_tokens")["special_tokens_total"] for facts in (section, files)]
+    counts = [section.special_tokens_total, files.special_tokens_total]
     return [_finding("special_tokens", f"{counts[0]} specials", f"{counts[1]} specials", source,
                      detail=f"; {len(differ)} ids differ{within} (loaded vs files): {shown}{more}")]
 
 
-def _finding(field: str, loaded: Any, fallback: Any, source: str, detail: str = "") -> Finding:
+def _finding(fact: str, loaded: Any, fallback: Any, source: str, detail: str = "") -> Finding:
     return make(
         "warning",
         "tokenizer-fallback-disagrees",
-        f"the files fallback disagrees with the loaded tokenizer on {field}: loaded {loaded!r}, "
+        f"the files fallback disagrees with the loaded tokenizer on {fact}: loaded {loaded!r}, "
         f"files {fallback!r} (read from {source}){detail}",
         "a host that cannot load this tokenizer would report the files' value: make the files agree "
         "with the tokenizer class (or report the case to introspect)",
-        field=field,
+        field=fact,
     )
 
 
-def _by_id(value: Any) -> dict[int, str]:
-    out: dict[int, str] = {}
-    for item in value or []:
-        if isinstance(item, dict) and isinstance(item.get("id"), int):
-            out[item["id"]] = str(item.get("token"))
-    return out
+def _by_id(tokens: list[TokenId]) -> dict[int, str]:
+    return {t.id: str(t.token) for t in tokens if isinstance(t.id, int)}
 
 
-def _id(value: Any) -> Any:
-    return value.get("id") if isinstance(value, dict) else None
+def _id(value: TokenId | None) -> int | None:
+    return value.id if value is not None else None
 
 
-def native_load(probe: dict[str, Any] | None, target: dict[str, Any]) -> list[Finding]:
+def native_load(probe: TokenizerProbe | None, target: TargetSection) -> list[Finding]:
     """AutoTokenizer failed; the probe loaded the files with the layout's own library instead.
 
     An error: a pipeline calls AutoTokenizer, not that library, so the facts shown (which
@@ -134,5 +145,5 @@ def native_load(probe: dict[str, Any] | None, target: dict[str, Any]) -> list[Fi
         "tokenizer-loaded-without-transformers",
         f"AutoTokenizer cannot load the tokenizer in {where} ({cause}; {error.get('cause') or 'exception'}); "
         f"the facts shown were loaded with {native['loaded_by']} ({native['class']}) instead",
-        autotokenizer_fix(error, target, native),
+        autotokenizer_fix(error_summary(error), target, native),
     )]

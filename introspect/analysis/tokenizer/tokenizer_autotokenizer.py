@@ -31,8 +31,12 @@ from collections.abc import Mapping
 from typing import Any
 
 from introspect.analysis.findings import Finding, Severity, pip_fix
+from introspect.analysis.result import TargetSection
+from introspect.analysis.tokenizer.shapes import NativeBlock, shaped
 from introspect.analysis.tokenizer.tokenizer_limits import _probe_command, load_limit_finding
-from introspect.remote.contract import as_dict
+from introspect.documents.profile_tokenizer import AutoTokenizer, TokenizerError
+from introspect.remote.contract import FilesFacts, ListingRow, TokenizerProbe, as_dict
+from introspect.remote.contract import TokenizerError as RawTokenizerError
 
 # The remote side cuts a message at the same length (remote/facts/tokenizer/tokenizer_load.py MAX_MESSAGE).
 MESSAGE_CAP = 2000
@@ -94,39 +98,48 @@ def autotokenizer_loaded(result: Mapping[str, Any] | None) -> bool | None:
     return bool(result.get("loaded")) and not native
 
 
-def autotokenizer_error(result: Mapping[str, Any] | None) -> dict[str, Any]:
-    """transformers' classified error: ``transformers_error`` after a native load, else ``error``."""
-    result = as_dict(result)
-    native = as_dict(result.get("transformers_error"))
-    return native or as_dict(result.get("error"))
+def autotokenizer_error(result: Mapping[str, Any] | None) -> RawTokenizerError:
+    """transformers' classified error: ``transformers_error`` after a native load, else ``error``
+    (empty when there is none)."""
+    probe = shaped(result, TokenizerProbe)
+    native = shaped(probe.get("transformers_error"), RawTokenizerError)
+    return native or shaped(probe.get("error"), RawTokenizerError)
 
 
-def autotokenizer_block(probe: Any, target: dict[str, Any], remote_code_allowed: bool,
-                        stand_in: str | None = None) -> dict[str, Any]:
+def error_summary(error: object) -> TokenizerError | None:
+    """The section's form of a classified error (``tokenizer.error``, a template's ``sample_error``)."""
+    if not isinstance(error, dict):
+        return None
+    return TokenizerError(type=error.get("type"), message=error.get("message"),
+                          missing_packages=list(error.get("missing_packages") or []), cause=error.get("cause"))
+
+
+def autotokenizer_block(probe: TokenizerProbe | None, target: TargetSection, remote_code_allowed: bool,
+                        stand_in: str | None = None) -> AutoTokenizer:
     """The ``tokenizer.autotokenizer`` block (see the module docstring); ``stand_in``: the
     reason from :func:`stand_in_reason` when the tokenizer it loaded is one."""
     probe = probe if isinstance(probe, dict) else None
     ok = autotokenizer_loaded(probe)
-    error = autotokenizer_error(probe) if ok is False else {}
+    error = autotokenizer_error(probe) if ok is False else shaped(None, RawTokenizerError)
     message = error.get("message") if isinstance(error.get("message"), str) else None
     chars, truncated = _message_size(message, error.get("message_chars"))
-    return {
-        "ok": ok,
-        "reason": NOT_RUN if ok is None else None,
-        "trust_remote_code": remote_code_allowed,
-        "class": probe.get("class") if ok and probe else None,
-        "transformers_version": probe.get("transformers_version") if probe else None,
-        "type": error.get("type"),
-        "cause": error.get("cause"),
-        "missing_packages": _packages(error),
-        "message": message if message is None or len(message) <= MESSAGE_CAP else message[: MESSAGE_CAP - 3] + "...",
-        "message_chars": chars,
-        "message_truncated": truncated,
-        "fix": autotokenizer_fix(error, target, native_block(probe)) if ok is False else None,
+    return AutoTokenizer(
+        ok=ok,
+        reason=NOT_RUN if ok is None else None,
+        trust_remote_code=remote_code_allowed,
+        class_=probe.get("class") if ok and probe else None,
+        transformers_version=probe.get("transformers_version") if probe else None,
+        type=error.get("type"),
+        cause=error.get("cause"),
+        missing_packages=_packages(error.get("missing_packages")),
+        message=message if message is None or len(message) <= MESSAGE_CAP else message[: MESSAGE_CAP - 3] + "...",
+        message_chars=chars,
+        message_truncated=truncated,
+        fix=autotokenizer_fix(error_summary(error), target, native_block(probe)) if ok is False else None,
         # Judged only where AutoTokenizer loaded something.
-        "stand_in": stand_in is not None if ok else None,
-        "stand_in_reason": stand_in,
-    }
+        stand_in=stand_in is not None if ok else None,
+        stand_in_reason=stand_in,
+    )
 
 
 def _message_size(message: str | None, recorded: Any) -> tuple[int | None, bool]:
@@ -140,16 +153,19 @@ def _message_size(message: str | None, recorded: Any) -> tuple[int | None, bool]
     return len(message), len(message) > MESSAGE_CAP
 
 
-def _packages(error: dict[str, Any]) -> list[str]:
-    return [p for p in error.get("missing_packages") or [] if isinstance(p, str) and p]
+def _packages(listed: object) -> list[str]:
+    """The package names of an error's ``missing_packages``."""
+    return [p for p in listed if isinstance(p, str) and p] if isinstance(listed, list) else []
 
 
-def autotokenizer_fix(error: dict[str, Any], target: dict[str, Any], native: dict[str, Any] | None) -> str:
+def autotokenizer_fix(error: TokenizerError | None, target: TargetSection, native: NativeBlock | None) -> str:
     """What makes AutoTokenizer load: a command where one exists, else a ``# comment``."""
-    packages = _packages(error)
+    error = error or TokenizerError(type=None, message=None)
+    packages = _packages(error.missing_packages)
     if packages:  # one command for all of them, as pip_fix spells it for this target
-        return " ".join([pip_fix(target, packages[0]), *(pip_fix(target, p).rsplit(" ", 1)[1] for p in packages[1:])])
-    cause = error.get("cause")
+        return " ".join([pip_fix(target, packages[0]),
+                         *(pip_fix(target, p).rsplit(" ", 1)[1] for p in packages[1:])])
+    cause = error.cause
     model = target.get("model_path") or "the model directory"
     if cause in ("too-large", "memory-limit"):
         return str(load_limit_finding(error, "the tokenizer", target).fix)
@@ -163,15 +179,15 @@ def autotokenizer_fix(error: dict[str, Any], target: dict[str, Any], native: dic
         "link-outside": f"replace each link with the model's own file in {model}: links out of it are never followed",
     }.get(str(cause))
     if prose is None and native is not None:
-        prose = (f"transformers raised {error.get('type')} on these files and {native['loaded_by']} reads them: "
+        prose = (f"transformers raised {error.type} on these files and {native['loaded_by']} reads them: "
                  "a pipeline that calls AutoTokenizer needs them converted (e.g. to tokenizer.json) or another loader")
     if prose is None:
-        prose = (f"AutoTokenizer raised {error.get('type')}: see tokenizer.autotokenizer.message "
+        prose = (f"AutoTokenizer raised {error.type}: see tokenizer.autotokenizer.message "
                  "(probe --save-raw FILE keeps its traceback)")
     return f"# {prose}"
 
 
-def native_block(probe: Any) -> dict[str, Any] | None:
+def native_block(probe: TokenizerProbe | None) -> NativeBlock | None:
     """The ``tokenizer.native`` block; None unless the layout's own library loaded the files."""
     if not isinstance(probe, dict) or not probe.get("loaded") or not isinstance(probe.get("source"), str):
         return None
@@ -195,9 +211,9 @@ def _names(value: Any) -> list[str] | None:
     return [str(v) for v in value if isinstance(v, str)]
 
 
-def unreported_failure(block: dict[str, Any], probe: Any, where: str) -> list[Finding]:
+def unreported_failure(block: AutoTokenizer, probe: TokenizerProbe | None, where: str) -> list[Finding]:
     """The error for a load that failed without a classified error (a damaged or partial raw result)."""
-    if block.get("ok") is not False or autotokenizer_error(probe) or native_block(probe) is not None:
+    if block.ok is not False or autotokenizer_error(probe) or native_block(probe) is not None:
         return []  # a classified error has its own finding, a native load too (tokenizer_agreement.native_load)
     return [Finding(Severity.ERROR, "tokenizer-load-failed",
                     f"AutoTokenizer did not load the tokenizer in {where}, and the probe recorded no error",
@@ -239,14 +255,15 @@ def stand_in_reason(facts: Mapping[str, Any] | None, *, config_vocab: Any = None
     return "; ".join(reasons)
 
 
-def backing_files(model_files: Any) -> list[str] | None:
+def backing_files(model_files: FilesFacts | None) -> list[str] | None:
     """Names in the model directory's listing a tokenizer reads its vocabulary from; None when the
     listing is missing or cut (then nothing can be said about an absent file)."""
-    files = as_dict(model_files)
+    files = shaped(model_files, FilesFacts)
     listing = files.get("listing")
     if files.get("status") != "ok" or files.get("listing_truncated") or not isinstance(listing, list):
         return None
-    names = [str(as_dict(row).get("name")) for row in listing if as_dict(row).get("kind") == "file"]
+    rows = [shaped(row, ListingRow) for row in listing]
+    names = [str(row.get("name")) for row in rows if row.get("kind") == "file"]
     return [n for n in names if any(fnmatch.fnmatchcase(n, p) for p in VOCAB_FILES)]
 
 

@@ -3,18 +3,29 @@ a stand-in tokenizer."""
 
 from __future__ import annotations
 
-from typing import Any
-
 from introspect.analysis.findings import Finding, Severity, pip_fix
-from introspect.analysis.tokenizer.added_tokens import judge_added_tokens
-from introspect.analysis.tokenizer.tokenizer_autotokenizer import autotokenizer_fix, stand_in_fix
+from introspect.analysis.result import TargetSection
+from introspect.analysis.tokenizer.shapes import shaped
+from introspect.analysis.tokenizer.tokenizer_autotokenizer import (
+    autotokenizer_fix,
+    error_summary,
+    stand_in_fix,
+)
 from introspect.analysis.tokenizer.tokenizer_limits import (
     LIMIT_CAUSES,
     load_limit_finding,
     sample_limit_finding,
     tiktoken_findings,
 )
-from introspect.remote.contract import WRAPPER_TEXT_CONFIG_KEYS, as_dict
+from introspect.documents.profile_tokenizer import AutoTokenizer, Tokenizer, TokenizerError
+from introspect.remote.contract import (
+    WRAPPER_TEXT_CONFIG_KEYS,
+    JSONObject,
+    ModuleInfo,
+    RemoteCodeInfo,
+    TokenizerFilesFacts,
+    TokenizerProbe,
+)
 
 MAX_LISTED = 5
 
@@ -26,22 +37,21 @@ def _listed(items: list[str]) -> str:
 
 
 def tokenizer_findings(
-    section: dict[str, Any],
-    files: dict[str, Any],
-    config: dict[str, Any] | None,
-    target: dict[str, Any],
+    section: Tokenizer,
+    files: TokenizerFilesFacts,
+    config: JSONObject | None,
+    target: TargetSection,
     remote_code_allowed: bool,
 ) -> list[Finding]:
     out: list[Finding] = []
-    remote = as_dict(files.get("remote_code"))
+    remote = shaped(files.get("remote_code"), RemoteCodeInfo)
     who = _tokenizer_label(section, remote)
     if not remote_code_allowed and remote:
         out.append(_remote_code_disabled(section, remote))
-    error = section.get("error")
-    if error:
-        out += _load_failure(error, who, target, remote_code_allowed, section)
-    sample_error = as_dict(section.get("chat_template")).get("sample_error")
-    if sample_error:
+    if section.error is not None:
+        out += _load_failure(section.error, who, target, remote_code_allowed, section)
+    sample_error = error_summary(section.chat_template.sample_error)
+    if sample_error is not None and section.chat_template.sample_error:
         out += _sample_failure(sample_error, who, target)
     out += _mismatch(section)
     out += _file_conflicts(section)
@@ -50,23 +60,28 @@ def tokenizer_findings(
     return out
 
 
-def _tokenizer_label(section: dict[str, Any], remote: dict[str, Any]) -> str:
-    slow = as_dict(remote.get("slow")) or as_dict(remote.get("fast"))
-    if slow.get("class") and slow.get("file"):
-        return f"the tokenizer ({slow['class']} from {slow['file']})"
-    cls = section.get("class") or section.get("declared_class")
+def _module(remote: RemoteCodeInfo) -> ModuleInfo:
+    """The auto_map tokenizer class's module: the slow class's, else the fast one's."""
+    return shaped(remote.get("slow"), ModuleInfo) or shaped(remote.get("fast"), ModuleInfo)
+
+
+def _tokenizer_label(section: Tokenizer, remote: RemoteCodeInfo) -> str:
+    module = _module(remote)
+    if module.get("class") and module.get("file"):
+        return f"the tokenizer ({module['class']} from {module['file']})"
+    cls = section.class_ or section.declared_class
     return f"the tokenizer ({cls})" if cls else "the tokenizer"
 
 
-def _where(target: dict[str, Any]) -> str:
+def _where(target: TargetSection) -> str:
     return str(target.get("venv") or target.get("python") or "the target Python")
 
 
-def _remote_code_disabled(section: dict[str, Any], remote: dict[str, Any]) -> Finding:
-    module = as_dict(remote.get("slow")) or as_dict(remote.get("fast"))
+def _remote_code_disabled(section: Tokenizer, remote: RemoteCodeInfo) -> Finding:
+    module = _module(remote)
     code = f"{module.get('file')} (sha256 {module.get('sha256')})" if module.get("file") else "its tokenizer code"
-    if section.get("loaded"):
-        what = f"transformers loaded {section.get('class')} instead of the model's own class"
+    if section.loaded:
+        what = f"transformers loaded {section.class_} instead of the model's own class"
     else:
         what = "the tokenizer facts come from the raw files"
     return Finding(
@@ -78,24 +93,24 @@ def _remote_code_disabled(section: dict[str, Any], remote: dict[str, Any]) -> Fi
 
 
 def _load_failure(
-    error: dict[str, Any], who: str, target: dict[str, Any], allowed: bool, section: dict[str, Any]
+    error: TokenizerError, who: str, target: TargetSection, allowed: bool, section: Tokenizer
 ) -> list[Finding]:
-    packages = [p for p in error.get("missing_packages") or [] if isinstance(p, str) and p]
+    packages = [p for p in error.missing_packages or [] if isinstance(p, str) and p]
     if packages:
         return [_missing_package(pkg, who, target) for pkg in packages]
-    if error.get("cause") == "remote-code-refused" and not allowed:
+    if error.cause == "remote-code-refused" and not allowed:
         return []  # expected: the remote-code-disabled finding says it
-    if error.get("cause") in LIMIT_CAUSES:
+    if error.cause in LIMIT_CAUSES:
         return [load_limit_finding(error, who, target)]
-    first_line = str(error.get("message") or "").strip().splitlines()[:1]
-    message = f"{who} did not load: {error.get('type')}: {first_line[0] if first_line else ''}".rstrip(": ")
-    if section.get("vocab_size") is not None:
+    first_line = str(error.message or "").strip().splitlines()[:1]
+    message = f"{who} did not load: {error.type}: {first_line[0] if first_line else ''}".rstrip(": ")
+    if section.vocab_size is not None:
         message += "; the facts shown come from the raw files"
     # The same fix as the section's autotokenizer block: what makes AutoTokenizer load.
     return [Finding(Severity.ERROR, "tokenizer-load-failed", message, autotokenizer_fix(error, target, None))]
 
 
-def _missing_package(package: str, who: str, target: dict[str, Any]) -> Finding:
+def _missing_package(package: str, who: str, target: TargetSection) -> Finding:
     where = _where(target)
     if any(op in package for op in ("<", ">", "=")):
         need = f"{package}, and {where} has an older version or none"
@@ -105,27 +120,28 @@ def _missing_package(package: str, who: str, target: dict[str, Any]) -> Finding:
                    {"package": package})
 
 
-def _sample_failure(error: dict[str, Any], who: str, target: dict[str, Any]) -> list[Finding]:
-    packages = [p for p in error.get("missing_packages") or [] if isinstance(p, str) and p]
+def _sample_failure(error: TokenizerError, who: str, target: TargetSection) -> list[Finding]:
+    packages = [p for p in error.missing_packages or [] if isinstance(p, str) and p]
     if packages:
         return [_missing_package(pkg, "the chat template", target) for pkg in packages]
-    if error.get("cause") in LIMIT_CAUSES:
+    if error.cause in LIMIT_CAUSES:
         return [sample_limit_finding(error, who)]
     return [
         Finding(
             Severity.WARNING,
             "chat-template-render-failed",
-            f"the chat template of {who} did not render the sample conversation: {error.get('type')}: {error.get('message')}",
+            f"the chat template of {who} did not render the sample conversation: {error.type}: {error.message}",
             None,
         )
     ]
 
 
-def _mismatch(section: dict[str, Any]) -> list[Finding]:
-    verdict = judge_added_tokens(section.get("added_tokens_check"))
-    if verdict is None or not verdict.disagree:
+def _mismatch(section: Tokenizer) -> list[Finding]:
+    """The section's check lists only the ids whose answers differ (tokenizer_caps.check_totals)."""
+    check = section.added_tokens_check
+    if check is None or not check.items:
         return []
-    bad = verdict.disagree
+    bad = check.items
     shown = _listed([
         f"id {i.get('id')} is {i.get('expected')!r} in the files, loaded: id->{i.get('id_to_token')!r}, "
         f"token->{i.get('token_to_id')!r}, decode->{i.get('decoded')!r}"
@@ -135,8 +151,8 @@ def _mismatch(section: dict[str, Any]) -> list[Finding]:
         Finding(
             Severity.ERROR,
             "special-token-mismatch",
-            f"the loaded tokenizer ({section.get('class')}) disagrees with added_tokens_decoder of "
-            f"tokenizer_config.json on {len(bad)} of {verdict.checked} ids: {shown}",
+            f"the loaded tokenizer ({section.class_}) disagrees with added_tokens_decoder of "
+            f"tokenizer_config.json on {len(bad)} of {check.checked} ids: {shown}",
             "do not use ids from this load: load the tokenizer with the model's own class (trust_remote_code) "
             "or a transformers version that does not convert it, or make tokenizer.json and "
             "tokenizer_config.json agree",
@@ -145,8 +161,8 @@ def _mismatch(section: dict[str, Any]) -> list[Finding]:
     ]
 
 
-def _file_conflicts(section: dict[str, Any]) -> list[Finding]:
-    conflicts = as_dict(section.get("files")).get("added_token_conflicts") or []
+def _file_conflicts(section: Tokenizer) -> list[Finding]:
+    conflicts = section.files.added_token_conflicts
     if not conflicts:
         return []
     shown = _listed([
@@ -163,40 +179,40 @@ def _file_conflicts(section: dict[str, Any]) -> list[Finding]:
     ]
 
 
-def _vocab_vs_embedding(section: dict[str, Any], config: dict[str, Any] | None) -> list[Finding]:
+def _vocab_vs_embedding(section: Tokenizer, config: JSONObject | None) -> list[Finding]:
     rows, where = config_vocab_size(config)
-    size = section.get("len") if isinstance(section.get("len"), int) else section.get("vocab_size")
+    size = section.len if isinstance(section.len, int) else section.vocab_size
     if rows is None or not isinstance(size, int) or size <= rows:
         return []
     return [
         Finding(
             Severity.ERROR,
             "vocab-exceeds-embedding",
-            f"the tokenizer has {size} tokens (source: {section['sources'].get('len') or section['sources'].get('vocab_size')}) "
+            f"the tokenizer has {size} tokens (source: {section.sources.len or section.sources.vocab_size}) "
             f"but the embedding has {rows} rows ({where}); ids {rows}..{size - 1} would index past it",
             "use the tokenizer that belongs to this checkpoint, or never emit ids at or above " + str(rows),
         )
     ]
 
 
-def stand_in_finding(block: dict[str, Any], probe: Any, target: dict[str, Any]) -> list[Finding]:
+def stand_in_finding(block: AutoTokenizer, probe: TokenizerProbe | None, target: TargetSection) -> list[Finding]:
     """The warning for a stand-in: AutoTokenizer "loaded", but no tokenizer of this model."""
-    if block.get("stand_in") is not True:
+    if block.stand_in is not True:
         return []
-    probe = as_dict(probe)
+    loaded = shaped(probe, TokenizerProbe)
     model = target.get("model_path")
     return [Finding(
         Severity.WARNING,
         "tokenizer-stand-in",
-        f"AutoTokenizer built a stand-in {probe.get('class') or 'tokenizer'} for {model or 'the model directory'} "
-        f"from config.json's model_type, not the model's tokenizer: {block.get('stand_in_reason')}; the tokenizer "
+        f"AutoTokenizer built a stand-in {loaded.get('class') or 'tokenizer'} for {model or 'the model directory'} "
+        f"from config.json's model_type, not the model's tokenizer: {block.stand_in_reason}; the tokenizer "
         "facts shown come from the files, and the drafter plan gives no mask or stop ids",
         stand_in_fix(model),
-        {"len": probe.get("len"), "class": probe.get("class")},
+        {"len": loaded.get("len"), "class": loaded.get("class")},
     )]
 
 
-def config_vocab_size(config: dict[str, Any] | None) -> tuple[int | None, str | None]:
+def config_vocab_size(config: JSONObject | None) -> tuple[int | None, str | None]:
     """The embedding's row count from config.json (a nested text config when wrapped)."""
     if not isinstance(config, dict):
         return None, None

@@ -20,26 +20,33 @@ with tokenizer_config.json; this module fills in what the raw files give for:
 
 from __future__ import annotations
 
-from typing import Any
+from introspect.analysis.tokenizer.shapes import FileFacts, NamedKey, Token, VocabFacts, shaped
+from introspect.remote.contract import (
+    RemoteCodeInfo,
+    SentencepieceFile,
+    TekkenSummary,
+    TokenizerFilesFacts,
+    TokenizerJsonSummary,
+    VocabChoice,
+    as_dict,
+)
 
-from introspect.remote.contract import as_dict
-
-NAMED = ("bos", "eos", "pad", "unk")
+NAMED: tuple[NamedKey, ...] = ("bos", "eos", "pad", "unk")  # sentencepiece and tekken name no mask
 LAYOUT_CLASS = {"tekken": "Tekkenizer", "sentencepiece": "SentencePieceProcessor", "tiktoken": "Encoding"}
 MISTRAL_SP_CLASS = "SentencePieceTokenizer"
 
 
-def refine(files: dict[str, Any], facts: dict[str, Any], added_ids: list[int]) -> None:
+def refine(files: TokenizerFilesFacts, facts: FileFacts, added_ids: list[int]) -> None:
     """Fill ``facts`` (from facts_from_files) for the layouts above, in place.
 
     Raw facts from before these layouts were read (no ``vocab_choice``) are left as
     they were, so saved profiles rebuild unchanged.
     """
-    choice = as_dict(files.get("vocab_choice"))
+    choice = shaped(files.get("vocab_choice"), VocabChoice)
     if not choice:
         return
     facts["vocab"]["choice"] = choice
-    tok_json = as_dict(files.get("tokenizer_json"))
+    tok_json = shaped(files.get("tokenizer_json"), TokenizerJsonSummary)
     kind = choice.get("kind")
     if facts.get("class") is None:
         facts["class"], facts["vocab"]["class_source"] = _class(files, choice)
@@ -48,17 +55,16 @@ def refine(files: dict[str, Any], facts: dict[str, Any], added_ids: list[int]) -
     if isinstance(tok_json.get("vocab_size"), int):
         return  # tokenizer.json describes the vocabulary; it wins, as in transformers
     if kind == "tekken":
-        _tekken(as_dict(files.get("tekken")), facts)
+        _tekken(shaped(files.get("tekken"), TekkenSummary), facts)
     elif kind == "sentencepiece":
         entry = _entry(files.get("sentencepiece"), choice.get("file"))
         _sentencepiece(entry, files, facts, added_ids)
     elif kind == "tiktoken":
-        static = as_dict(as_dict(files.get("remote_code")).get("static"))
-        _declared_specials(static, facts)
+        _declared_specials(shaped(files.get("remote_code"), RemoteCodeInfo), facts)
 
 
-def _class(files: dict[str, Any], choice: dict[str, Any]) -> tuple[str | None, str | None]:
-    remote = as_dict(files.get("remote_code"))
+def _class(files: TokenizerFilesFacts, choice: VocabChoice) -> tuple[str | None, str | None]:
+    remote = shaped(files.get("remote_code"), RemoteCodeInfo)
     for side in ("slow", "fast"):
         ref = as_dict(remote.get(side))
         if isinstance(ref.get("class"), str) and ref.get("class"):
@@ -71,29 +77,36 @@ def _class(files: dict[str, Any], choice: dict[str, Any]) -> tuple[str | None, s
     return None, None
 
 
-def _tekken(tekken: dict[str, Any], facts: dict[str, Any]) -> None:
-    if not isinstance(tekken.get("vocab_size"), int):
+def _token(value: object) -> Token | None:
+    """A ``{"token", "id"}`` of the raw facts, or None."""
+    pair = as_dict(value)
+    return Token(token=pair.get("token"), id=pair.get("id")) if pair else None
+
+
+def _tekken(tekken: TekkenSummary, facts: FileFacts) -> None:
+    size = tekken.get("vocab_size")
+    if not isinstance(size, int):
         return
-    facts.update(vocab_size=tekken["vocab_size"], len=tekken["vocab_size"])
-    facts["special_tokens"] = [{"token": t.get("token"), "id": t.get("id")}
+    facts["vocab_size"] = facts["len"] = size
+    facts["special_tokens"] = [Token(token=t.get("token"), id=t.get("id"))
                                for t in tekken.get("special_tokens") or [] if isinstance(t, dict)]
     for attr in NAMED:
-        if facts.get(attr) is None or facts[attr].get("id") is None:
-            facts[attr] = tekken.get(attr)
-    facts["vocab"].update(kind="tekken", vocab_file=tekken.get("file"), base=tekken.get("inner_vocab_size"),
-                          vocab_size=tekken["vocab_size"], len=tekken["vocab_size"],
-                          reserved=tekken.get("default_num_special_tokens"), reserved_start=0,
-                          version=tekken.get("version"))
+        current = facts.get(attr)
+        if current is None or current.get("id") is None:
+            facts[attr] = _token(tekken.get(attr))
+    facts["vocab"].update(VocabFacts(kind="tekken", vocab_file=tekken.get("file"), base=tekken.get("inner_vocab_size"),
+                          vocab_size=size, len=size, reserved=tekken.get("default_num_special_tokens"),
+                          reserved_start=0, version=tekken.get("version")))
 
 
-def _sentencepiece(entry: dict[str, Any], files: dict[str, Any], facts: dict[str, Any], added_ids: list[int]) -> None:
+def _sentencepiece(entry: SentencepieceFile, files: TokenizerFilesFacts, facts: FileFacts, added_ids: list[int]) -> None:
     pieces = entry.get("pieces")
     if not isinstance(pieces, int):
         return
     length = pieces + sum(1 for i in added_ids if i >= pieces)
-    facts.update(vocab_size=pieces, len=length)
-    facts["vocab"].update(kind="sentencepiece", vocab_file=entry.get("file"), base=pieces, vocab_size=pieces,
-                          len=length, model_type=entry.get("model_type"))
+    facts["vocab_size"], facts["len"] = pieces, length
+    facts["vocab"].update(VocabFacts(kind="sentencepiece", vocab_file=entry.get("file"), base=pieces, vocab_size=pieces,
+                          len=length, model_type=entry.get("model_type")))
     found = as_dict(entry.get("lookup"))
     config = as_dict(files.get("tokenizer_config"))
     for attr in NAMED:
@@ -101,11 +114,11 @@ def _sentencepiece(entry: dict[str, Any], files: dict[str, Any], facts: dict[str
         token = current.get("token") if isinstance(current, dict) else None
         if isinstance(current, dict) and isinstance(token, str) and current.get("id") is None \
                 and isinstance(found.get(token), int):
-            facts[attr] = {"token": token, "id": found[token]}
+            facts[attr] = Token(token=token, id=found[token])
         elif current is None and not config:
-            facts[attr] = entry.get(attr)
+            facts[attr] = _token(entry.get(attr))
     if not config:
-        facts["special_tokens"] = [{"token": p.get("token"), "id": p.get("id")}
+        facts["special_tokens"] = [Token(token=p.get("token"), id=p.get("id"))
                                    for p in entry.get("special_pieces") or []
                                    if isinstance(p, dict) and p.get("type") in ("control", "unknown")]
         # The remote reader ships at most MAX_LISTED_PIECES pieces; the type counts are of all of them.
@@ -115,8 +128,10 @@ def _sentencepiece(entry: dict[str, Any], files: dict[str, Any], facts: dict[str
         facts["special_tokens_truncated"] = facts["special_tokens_total"] > len(facts["special_tokens"])
 
 
-def _declared_specials(static: dict[str, Any], facts: dict[str, Any]) -> None:
-    """Meta's layout: a named list, then index placeholders, after the base ranks."""
+def _declared_specials(remote: RemoteCodeInfo, facts: FileFacts) -> None:
+    """Meta's layout: a named list, then index placeholders, after the base ranks (the class's
+    source as the remote side scanned it: facts.static_specials)."""
+    static = as_dict(remote.get("static"))
     vocab = facts["vocab"]
     base = vocab.get("base")
     named = static.get("named_specials")
@@ -138,17 +153,19 @@ def _declared_specials(static: dict[str, Any], facts: dict[str, Any]) -> None:
         if isinstance(token_id, int):
             table.setdefault(token_id, token)
     top = max(max(table) + 1, base) if table else base
-    facts.update(vocab_size=top, len=top)
-    facts["special_tokens"] = [{"token": t, "id": i} for i, t in sorted(table.items())]
-    vocab.update(kind="tiktoken-declared", vocab_size=top, len=top, reserved=len(table), reserved_start=base)
+    facts["vocab_size"] = facts["len"] = top
+    facts["special_tokens"] = [Token(token=t, id=i) for i, t in sorted(table.items())]
+    vocab.update(VocabFacts(kind="tiktoken-declared", vocab_size=top, len=top, reserved=len(table), reserved_start=base))
     by_token = {t: i for i, t in table.items()}
-    for attr, token in as_dict(static.get("named_ids")).items():
-        if attr in NAMED and facts.get(attr) is None and token in by_token:
-            facts[attr] = {"token": token, "id": by_token[token]}
+    named_ids = as_dict(static.get("named_ids"))
+    for attr in NAMED:
+        name = named_ids.get(attr)
+        if name is not None and facts.get(attr) is None and name in by_token:
+            facts[attr] = Token(token=name, id=by_token[name])
 
 
-def _entry(entries: Any, name: Any) -> dict[str, Any]:
-    for entry in entries or []:
+def _entry(entries: object, name: object) -> SentencepieceFile:
+    for entry in entries if isinstance(entries, list) else []:
         if isinstance(entry, dict) and entry.get("file") == name:
-            return entry
-    return {}
+            return shaped(entry, SentencepieceFile)
+    return SentencepieceFile()

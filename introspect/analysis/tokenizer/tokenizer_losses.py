@@ -24,12 +24,12 @@ the loader): a raw file of an older probe that lacks the key says nothing.
 from __future__ import annotations
 
 import json
-from typing import Any
 
 from introspect.analysis.findings import Finding, make
-from introspect.remote.contract import as_dict
+from introspect.analysis.tokenizer.shapes import NAMED, Token
+from introspect.documents.base import TokenId
+from introspect.documents.profile_tokenizer import FromFiles, Tokenizer
 
-NAMED = ("bos", "eos", "pad", "unk", "mask")
 TRANSFORMERS = "https://github.com/huggingface/transformers/blob/v5.24.0/src/transformers/"
 CONVERSIONS = {
     "tekken": ("tekken conversion (MistralConverter, without the bos/eos/pad/unk names)",
@@ -39,51 +39,51 @@ CONVERSIONS = {
 }
 
 
-def conversion_losses(section: dict[str, Any], files: dict[str, Any]) -> list[Finding]:
+def conversion_losses(section: Tokenizer, files: FromFiles) -> list[Finding]:
     """One warning naming every field the loaded tokenizer has none of and the files name."""
-    if not section.get("loaded") or section.get("source") != "transformers":
+    if not section.loaded or section.source != "transformers":
         return []
-    sources = as_dict(section.get("sources"))
-    lost: dict[str, Any] = {}
+    sources = section.sources.to_dict()
+    named: dict[str, Token] = {}
     for attr in NAMED:
-        known = as_dict(files.get(attr))
-        if section.get(attr) is None and sources.get(attr) == "transformers" and isinstance(known.get("token"), str):
-            lost[attr] = {"token": known["token"], "id": known.get("id")}
-    specials = [s for s in files.get("special_tokens") or [] if isinstance(s, dict)]
-    if (specials and not section.get("special_tokens") and section.get("special_tokens_total") == 0
-            and sources.get("special_tokens") == "transformers"):
-        lost["special_tokens"] = specials
-    if not lost:
+        known: TokenId | None = getattr(files, attr)
+        if getattr(section, attr) is None and sources.get(attr) == "transformers" and known is not None \
+                and isinstance(known.token, str):
+            named[attr] = Token(token=known.token, id=known.id)
+    specials = files.special_tokens
+    lost_specials = bool(specials and not section.special_tokens and section.special_tokens_total == 0
+                         and sources.get("special_tokens") == "transformers")
+    if not named and not lost_specials:
         return []
-    return [_finding(section, files, lost)]
+    return [_finding(section, files, named, specials if lost_specials else None)]
 
 
-def _finding(section: dict[str, Any], files: dict[str, Any], lost: dict[str, Any]) -> Finding:
-    kind = str(files.get("vocab_kind") or "")
+def _finding(section: Tokenizer, files: FromFiles, named: dict[str, Token], specials: list[TokenId] | None) -> Finding:
+    kind = str(files.vocab_kind or "")
     what, reference = CONVERSIONS.get("tiktoken" if kind.startswith("tiktoken") else kind,
                                       ("load", None))
-    version = section.get("transformers_version")
-    source = files.get("vocab_file") if kind == "tekken" else "tokenizer_config.json"
-    named = {attr: value for attr, value in lost.items() if attr != "special_tokens"}
+    version = section.transformers_version
+    source = files.vocab_file if kind == "tekken" else "tokenizer_config.json"
+    lost = [*named, *(["special_tokens"] if specials is not None else [])]
     shown = [f"{attr} {value['token']!r} (id {value['id']})" for attr, value in named.items()]
-    if "special_tokens" in lost:
-        ids = [s.get("id") for s in lost["special_tokens"] if isinstance(s.get("id"), int)]
-        total = files.get("special_tokens_total") or len(lost["special_tokens"])
+    if specials is not None:
+        ids = [s.id for s in specials if isinstance(s.id, int)]
+        total = files.special_tokens_total or len(specials)
         shown.append(f"{total} special tokens" + (f" (ids {min(ids)}..{max(ids)})" if ids else ""))
-        source = files.get("vocab_file") or source
+        source = files.vocab_file or source
     return make(
         "warning",
         "tokenizer-conversion-loss",
-        f"the loaded tokenizer ({section.get('class')}) has no {', '.join(lost)}, which the files name "
+        f"the loaded tokenizer ({section.class_}) has no {', '.join(lost)}, which the files name "
         f"({'; '.join(shown)}, read from {source}): transformers{' ' + version if version else ''}'s {what} "
         "drops them, so a pipeline's AutoTokenizer gets none",
-        _fix(kind, named, "special_tokens" in lost),
-        fields=list(lost), files_values={k: v for k, v in named.items()},
+        _fix(kind, named, specials is not None),
+        fields=lost, files_values=dict(named),
         **({"reference": reference} if reference else {}),
     )
 
 
-def _fix(kind: str, named: dict[str, Any], specials: bool) -> str:
+def _fix(kind: str, named: dict[str, Token], specials: bool) -> str:
     parts = []
     if named:
         config = json.dumps({f"{attr}_token": value["token"] for attr, value in named.items()})

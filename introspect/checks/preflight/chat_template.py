@@ -5,11 +5,13 @@ from __future__ import annotations
 import posixpath
 import shlex
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, TypedDict
 
+from introspect.analysis.tokenizer.shapes import shaped
 from introspect.checks.preflight.common import (
     Check,
     Problem,
+    TextDiff,
     around,
     comment,
     fix_lines,
@@ -74,11 +76,21 @@ def _runaway(template: dict[str, Any], runaway: dict[str, Any], model: Any) -> C
                                            "sha256": template.get("sha256")}, fix, message)
 
 
-def _render_summary(render: Any) -> dict[str, Any]:
-    render = as_dict(render)
-    trip = as_dict(render.get("roundtrip"))
-    return {"ok": render.get("ok"), "error": render.get("error"), "tokens": trip.get("tokens"),
-            "roundtrip": trip.get("ok"), "template_ids_match": render.get("template_ids_match")}
+class RenderSummary(TypedDict):
+    """One render in the check's evidence: rendered, raised, its round trip, its ids."""
+
+    ok: object  # the remote render's values, as reported (remote/facts/tokenizer/chat_template.py)
+    error: object
+    tokens: object
+    roundtrip: object
+    template_ids_match: object
+
+
+def _render_summary(render: object) -> RenderSummary:
+    facts = as_dict(render)
+    trip = as_dict(facts.get("roundtrip"))
+    return {"ok": facts.get("ok"), "error": facts.get("error"), "tokens": trip.get("tokens"),
+            "roundtrip": trip.get("ok"), "template_ids_match": facts.get("template_ids_match")}
 
 
 def _render_problems(renders: dict[str, Any]) -> list[Problem]:
@@ -95,7 +107,7 @@ def _render_problems(renders: dict[str, Any]) -> list[Problem]:
 def _roundtrip_problems(renders: dict[str, Any]) -> list[Problem]:
     """One problem per kind, naming every render it hit (they usually share one cause)."""
     broken: dict[bool, list[str]] = {True: [], False: []}
-    first: dict[bool, dict[str, Any]] = {}
+    first: dict[bool, TextDiff] = {}
     mismatched: list[str] = []
     for name, render in renders.items():
         render = as_dict(render)
@@ -103,7 +115,7 @@ def _roundtrip_problems(renders: dict[str, Any]) -> list[Problem]:
         if render.get("ok") and trip and not trip.get("ok"):
             cleanup = bool(trip.get("ok_without_cleanup"))
             broken[cleanup].append(name)
-            first.setdefault(cleanup, as_dict(trip.get("diff")))
+            first.setdefault(cleanup, shaped(trip.get("diff"), TextDiff))
         if render.get("ok") and render.get("template_ids_match") is False:
             mismatched.append(name)
     out: list[Problem] = []
@@ -129,7 +141,7 @@ def _names(names: list[str]) -> str:
     return ", ".join(repr(n) for n in names)
 
 
-def _diff_text(diff: dict[str, Any]) -> str:
+def _diff_text(diff: TextDiff) -> str:
     return (f"at char {diff.get('offset')}: expected {around(diff, 'expected', 40)!r}, "
             f"got {around(diff, 'got', 40)!r}")
 

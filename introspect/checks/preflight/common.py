@@ -4,9 +4,12 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, replace
-from typing import Any, Literal
+from typing import Any, Literal, TypeVar
 
-from introspect.remote.contract import as_list
+from introspect.analysis.tokenizer.shapes import shaped
+from introspect.remote.contract import ErrorRecord, PreflightReply, PreflightTokenizer, TextDiff, as_list
+
+S = TypeVar("S", bound=Mapping[str, object])  # one section of the reply (remote/wire_preflight.py)
 
 # "skipped": the check could not run because another one failed first (that one names the cause).
 Status = Literal["pass", "warn", "fail", "skipped"]
@@ -62,19 +65,24 @@ def worst(statuses: Iterable[Status]) -> Status:
     return max(statuses, key=lambda s: RANK[s], default="pass")
 
 
-def section(evidence: Mapping[str, Any], name: str) -> tuple[dict[str, Any] | None, dict[str, Any] | None]:
-    """(section, error): a section the probe could not build carries only its error record."""
-    value = evidence.get(name)
+def section(value: S | None) -> tuple[S | None, ErrorRecord | None]:
+    """(section, error) of one section of the reply, ``section(evidence.get("disk"))``: a section
+    the probe could not build carries only its error record.
+
+    The sections are the remote preflight task's (remote/tasks/preflight.py, each documented at the
+    function that builds it), typed in remote/wire_preflight.py; raw evidence may be damaged, so a
+    section that is not a JSON object reads as missing."""
     if not isinstance(value, dict):
         return None, None
-    if set(value) == {"error"} and isinstance(value["error"], dict):
-        return None, value["error"]
+    error = value.get("error")
+    if set(value) == {"error"} and isinstance(error, dict):
+        return None, shaped(error, ErrorRecord)
     return value, None
 
 
-def no_evidence(name: str, evidence: Mapping[str, Any], what: str, error: dict[str, Any] | None) -> Check:
+def no_evidence(name: str, evidence: PreflightReply, what: str, error: ErrorRecord | None) -> Check:
     """A check whose evidence never came back: say why (the probe's own error records)."""
-    errors = [error] if error else [e for e in as_list(evidence.get("errors")) if isinstance(e, dict)]
+    errors = [error] if error else [shaped(e, ErrorRecord) for e in as_list(evidence.get("errors")) if isinstance(e, dict)]
     reason = "; ".join(f"{e.get('type')}: {e.get('message')}" for e in errors[:3]) or "no reply"
     timed_out = any(e.get("type") in ("timeout", "ProbeTimeout") for e in errors)
     fix = comment("raise --timeout: the tokenizer part was killed at its deadline" if timed_out
@@ -89,25 +97,25 @@ def quote(ids: Iterable[Any]) -> str:
     return shown + (f" (+{len(items) - SHOWN} more)" if len(items) > SHOWN else "")
 
 
-def stand_in(evidence: Mapping[str, Any]) -> str | None:
+def stand_in(evidence: PreflightReply) -> str | None:
     """Why the tokenizer AutoTokenizer loaded is a stand-in (the tokenizer check fails it), or None."""
     from introspect.analysis.tokenizer.tokenizer_autotokenizer import stand_in_reason
 
-    tok, _err = section(evidence, "tokenizer")
+    tok, _err = section(evidence.get("tokenizer"))
     if not tok or not tok.get("loaded"):
         return None
-    config, _err = section(evidence, "config")
+    config, _err = section(evidence.get("config"))
     return stand_in_reason(tok, config_vocab=(config or {}).get("vocab_size"))
 
 
-def loaded_tokenizer(evidence: Mapping[str, Any]) -> dict[str, Any] | None:
+def loaded_tokenizer(evidence: PreflightReply) -> PreflightTokenizer | None:
     """The tokenizer section when the model's tokenizer loaded (a stand-in's facts judge nothing)."""
-    tok, _err = section(evidence, "tokenizer")
+    tok, _err = section(evidence.get("tokenizer"))
     return tok if tok and tok.get("loaded") and stand_in(evidence) is None else None
 
 
-def needs_tokenizer(name: str, evidence: Mapping[str, Any]) -> Check:
-    tok, err = section(evidence, "tokenizer")
+def needs_tokenizer(name: str, evidence: PreflightReply) -> Check:
+    tok, err = section(evidence.get("tokenizer"))
     if tok is None:
         return no_evidence(name, evidence, "the tokenizer", err)
     if tok.get("loaded"):  # a stand-in: the tokenizer check fails it and names the fix
@@ -131,7 +139,7 @@ def skip_repeats(checks: list[Check]) -> list[Check]:
     return out
 
 
-def around(diff: dict[str, Any], key: str, width: int = 24) -> str:
+def around(diff: TextDiff, key: Literal["expected", "got"], width: int = 24) -> str:
     """The few characters from the first difference on (the probe sends more, kept as evidence)."""
     text = str(diff.get(key) or "")
     offset = diff.get("offset")

@@ -16,7 +16,7 @@ from introspect.checks.preflight.common import (
     section,
     worst,
 )
-from introspect.remote.contract import as_dict, as_list
+from introspect.remote.contract import ErrorRecord, as_dict, as_list
 
 
 def check_disk_and_packages(evidence: Mapping[str, Any], min_free_gb: float, pip: str) -> Check:
@@ -31,7 +31,7 @@ def check_disk_and_packages(evidence: Mapping[str, Any], min_free_gb: float, pip
     return Check("disk-and-packages", status, out, fix_lines(*fixes), "; ".join(p[1] for p in parts))
 
 
-def _disk_part(disk: dict[str, Any] | None, err: dict[str, Any] | None, min_free_gb: float) -> Part:
+def _disk_part(disk: dict[str, Any] | None, err: ErrorRecord | None, min_free_gb: float) -> Part:
     if disk is None:
         message = f"disk not checked: {as_dict(err).get('message') or 'no evidence'}"
         return "fail", message, comment("check --output-dir: it must be a path on the host"), {"error": err}
@@ -51,7 +51,7 @@ def _disk_part(disk: dict[str, Any] | None, err: dict[str, Any] | None, min_free
     return "pass", f"{free_gb} GB free at {where} (>= {min_free_gb:g}){note}", None, out
 
 
-def _packages_part(packages: dict[str, Any] | None, err: dict[str, Any] | None, pip: str) -> Part:
+def _packages_part(packages: dict[str, Any] | None, err: ErrorRecord | None, pip: str) -> Part:
     if packages is None:
         return "fail", f"packages not checked: {as_dict(err).get('message') or 'no evidence'}", None, {"error": err}
     items = [as_dict(i) for i in as_list(packages.get("items"))]

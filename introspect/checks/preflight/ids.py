@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, TypedDict
 
+from introspect.analysis.tokenizer.shapes import shaped
 from introspect.checks.preflight.common import (
     Check,
     Problem,
@@ -16,7 +17,31 @@ from introspect.checks.preflight.common import (
     section,
     worst,
 )
-from introspect.remote.contract import as_dict, as_list
+from introspect.remote.contract import TokenPair, as_dict, as_list
+
+
+class EndOfTurn(TypedDict, total=False):
+    """The template's end-of-turn marker (remote/facts/tokenizer/turn_markers.py ``find_markers``)."""
+
+    text: str
+    id: int | None
+
+
+class IdsEvidence(TypedDict):
+    """What the ids check compares: the tokenizer's size and EOS, config.json's and generation_config's
+    (the preflight task's ``config`` section, remote/facts/model/configs.py ``vocab_and_eos``), the
+    template's end of turn (``markers``)."""
+
+    len_tokenizer: object
+    vocab_size: object
+    vocab_size_source: object
+    tokenizer_eos: TokenPair | None  # as the loaded tokenizer reported it
+    generation_config_eos: list[Any] | None
+    config_eos: list[Any] | None
+    config_eos_source: object
+    generation_config_present: object
+    stop_ids: list[int]
+    end_of_turn: EndOfTurn | None
 
 
 def check_ids(evidence: Mapping[str, Any]) -> Check:
@@ -27,11 +52,11 @@ def check_ids(evidence: Mapping[str, Any]) -> Check:
     if config is None:
         return no_evidence("ids", evidence, "config.json", err)
     markers = as_dict(evidence.get("markers"))
-    eot = as_dict(markers.get("end_of_turn")) or None
-    eos = as_dict(tok.get("eos")) or None
+    eot = shaped(markers.get("end_of_turn"), EndOfTurn) or None
+    eos = shaped(tok.get("eos"), TokenPair) or None
     gen, cfg_eos = as_list(config.get("generation_eos")), as_list(config.get("config_eos"))
     stop = sorted(set(([eos["id"]] if eos and isinstance(eos.get("id"), int) else []) + (gen or cfg_eos)))
-    out = {"len_tokenizer": tok.get("len"), "vocab_size": config.get("vocab_size"),
+    out: IdsEvidence = {"len_tokenizer": tok.get("len"), "vocab_size": config.get("vocab_size"),
            "vocab_size_source": config.get("vocab_size_source"), "tokenizer_eos": eos,
            "generation_config_eos": gen or None, "config_eos": cfg_eos or None,
            "config_eos_source": config.get("config_eos_source"),
@@ -40,15 +65,15 @@ def check_ids(evidence: Mapping[str, Any]) -> Check:
     runaway = bool(as_dict(evidence.get("template")).get("runaway"))
     problems = _size_problems(out) + _stop_problems(out, eot, stop, runaway) + _eos_problems(out)
     if not problems:
-        return Check("ids", "pass", out, None,
+        return Check("ids", "pass", dict(out), None,
                      f"len(tokenizer) {out['len_tokenizer']} <= vocab_size {out['vocab_size']}; EOS ids agree; "
                      f"end of turn {eot.get('text') if eot else '?'} is a stop id")
     status = worst(p[0] for p in problems)
     fixes = [p[2] for p in problems if p[0] == status and p[2]]
-    return Check("ids", status, out, fix_lines(*fixes), "; ".join(p[1] for p in problems))
+    return Check("ids", status, dict(out), fix_lines(*fixes), "; ".join(p[1] for p in problems))
 
 
-def _size_problems(out: dict[str, Any]) -> list[Problem]:
+def _size_problems(out: IdsEvidence) -> list[Problem]:
     size, vocab, source = out["len_tokenizer"], out["vocab_size"], out["vocab_size_source"]
     if not isinstance(vocab, int):
         return [("warn", "config.json has no vocab_size: the embedding size is unknown",
@@ -60,24 +85,25 @@ def _size_problems(out: dict[str, Any]) -> list[Problem]:
     return []
 
 
-def _stop_problems(out: dict[str, Any], eot: dict[str, Any] | None, stop: list[int],
+def _stop_problems(out: IdsEvidence, eot: EndOfTurn | None, stop: list[int],
                    runaway: bool = False) -> list[Problem]:
     if runaway:  # no render to find it in: the chat-template check names the cause and the fix
         return [("warn", "the end-of-turn token was not checked: the chat template does not finish rendering",
                  None)]
-    if eot is None or not isinstance(eot.get("id"), int):
+    end = eot.get("id") if eot is not None else None
+    if eot is None or not isinstance(end, int):
         return [("warn", "the template's end-of-turn token could not be identified as one id",
                  comment("check by hand that generation stops at the end of an assistant turn"))]
-    if eot["id"] in stop:
+    if end in stop:
         return []
-    listed = sorted(set(stop) | {eot["id"]})
-    return [("fail", f"the template ends turns with {eot.get('text')} ({eot['id']}) but the stop ids are "
+    listed = sorted(set(stop) | {end})
+    return [("fail", f"the template ends turns with {eot.get('text')} ({end}) but the stop ids are "
              f"{stop or 'none'}: completions would run past the turn",
              comment(f"set \"eos_token_id\": {listed} in generation_config.json (or pass "
-                     f"stop_token_ids=[{eot['id']}] in every request)"))]
+                     f"stop_token_ids=[{end}] in every request)"))]
 
 
-def _eos_problems(out: dict[str, Any]) -> list[Problem]:
+def _eos_problems(out: IdsEvidence) -> list[Problem]:
     eos = out["tokenizer_eos"]
     tok_id = eos.get("id") if eos else None
     sources = {"tokenizer": [tok_id] if isinstance(tok_id, int) else [],

@@ -3,10 +3,12 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, TypedDict
 
+from introspect.analysis.tokenizer.shapes import shaped
 from introspect.checks.preflight.common import (
     Check,
+    TextDiff,
     around,
     comment,
     loaded_tokenizer,
@@ -40,15 +42,15 @@ def check_loss_masks(evidence: Mapping[str, Any]) -> Check:
                      f"{direct.get('masked_tokens')} of {direct.get('tokens')} tokens masked in, every assistant "
                      "turn covered")
     note = _direct_note(masks, direct)
-    plain, reasoning = prefix.get("plain") or {}, prefix.get("reasoning")
-    if plain.get("ok") and (reasoning is None or reasoning.get("ok")):
+    plain, reasoning = prefix.get("plain"), prefix.get("reasoning")
+    if plain is not None and plain["ok"] and (reasoning is None or reasoning["ok"]):
         return Check("loss-masks", "pass", dict(out, method="prefix"), None,
                      f"{note}; method: prefix property (each assistant turn = render(messages[:k+1]) minus "
                      "render(messages[:k], add_generation_prompt=True), a prefix of the full render, in text "
                      "and ids)")
     per_turn_fix = comment("build one sample per assistant turn: render messages[:k+1] and mask in only the span "
                            "after render(messages[:k], add_generation_prompt=True)")
-    if plain.get("ok"):
+    if plain is not None and plain["ok"]:
         turn = _first_broken(reasoning)
         return Check("loss-masks", "warn", dict(out, method="prefix-without-reasoning"),
                      per_turn_fix + " for conversations with reasoning_content",
@@ -71,20 +73,36 @@ def _direct_note(masks: dict[str, Any], direct: dict[str, Any]) -> str:
             "assistant turn")
 
 
-def _prefix_summary(value: Any) -> dict[str, Any]:
-    value = as_dict(value)
-    if "error" in value and "turns" not in value:
-        return {"ok": False, "error": value["error"], "turns": []}
-    return {"ok": bool(value.get("ok")), "turns": as_list(value.get("turns"))}
+class _PrefixKeys(TypedDict):
+    ok: bool
+    turns: list[Any]  # the remote side's per-turn records, as reported (remote/facts/tokenizer/loss_masks.py)
 
 
-def _first_broken(summary: dict[str, Any] | None) -> dict[str, Any]:
-    summary = summary or {}
+class PrefixSummary(_PrefixKeys, total=False):
+    """The prefix property of one conversation in the check's evidence."""
+
+    error: object  # the render's error, when rendering raised
+
+
+class BrokenTurn(TypedDict):
+    index: object  # the message index of the first turn that breaks the property (as reported), or None
+    why: str
+
+
+def _prefix_summary(value: object) -> PrefixSummary:
+    facts = as_dict(value)
+    if "error" in facts and "turns" not in facts:
+        return {"ok": False, "error": facts["error"], "turns": []}
+    return {"ok": bool(facts.get("ok")), "turns": as_list(facts.get("turns"))}
+
+
+def _first_broken(summary: PrefixSummary | None) -> BrokenTurn:
+    summary = summary or PrefixSummary(ok=False, turns=[])
     if summary.get("error"):
-        return {"index": None, "why": f"rendering raises {summary['error']}"}
-    for turn in as_list(summary.get("turns")):
+        return {"index": None, "why": f"rendering raises {summary.get('error')}"}
+    for turn in summary["turns"]:
         if not turn.get("ok"):
-            diff = as_dict(turn.get("diff"))
+            diff = shaped(turn.get("diff"), TextDiff)
             why = (f"{diff.get('what')} differ at char {diff.get('offset')}: {around(diff, 'expected')!r} vs "
                    f"{around(diff, 'got')!r}") if diff else "the rendering is a text prefix but not an id prefix"
             return {"index": turn.get("index"), "why": why}

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 import shlex
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, TypedDict
 
 from introspect.analysis.list_caps import list_totals
 from introspect.analysis.tokenizer.added_tokens import AddedTokensVerdict, judge_added_tokens
+from introspect.analysis.tokenizer.shapes import shaped
 from introspect.analysis.tokenizer.tokenizer_autotokenizer import stand_in_fix
 from introspect.checks.preflight.common import (
     SHOWN,
@@ -19,6 +20,7 @@ from introspect.checks.preflight.common import (
     section,
     stand_in,
 )
+from introspect.remote.contract import AddedTokensCheck as RawCheck
 from introspect.remote.contract import as_dict, as_list
 
 
@@ -36,7 +38,7 @@ def check_tokenizer(evidence: Mapping[str, Any], pip: str) -> Check:
         return Check("tokenizer", "fail", dict(base, stand_in=True, stand_in_reason=reason),
                      stand_in_fix(model, "run preflight again"),
                      f"AutoTokenizer built a stand-in {tok.get('class')}, not the model's tokenizer: {reason}")
-    added = as_dict(tok.get("added_tokens_check"))
+    added = shaped(tok.get("added_tokens_check"), RawCheck)
     sweep = as_dict(tok.get("decode_sweep"))
     evidence_out = dict(base, added_tokens=_added_summary(added), decode_sweep=_sweep_summary(sweep))
     verdict = judge_added_tokens(added)
@@ -75,11 +77,28 @@ def _foreign_class(tok: dict[str, Any]) -> tuple[str, str] | None:
     return message, comment("load with trust_remote_code=True from the model dir, so the auto_map class is used")
 
 
-def _added_summary(added: dict[str, Any]) -> dict[str, Any] | None:
+class Shown(TypedDict):
+    """The first SHOWN items of a remote list as evidence, with the true count."""
+
+    items: list[Any]  # the remote records, as reported
+    items_total: int
+    items_truncated: bool
+
+
+class AddedSummary(Shown):
+    """The added-tokens check (remote/facts/tokenizer/added_tokens.py) in the check's evidence."""
+
+    sources: object
+    checked: object
+    mismatches: object
+
+
+def _added_summary(added: RawCheck) -> AddedSummary | None:
     if not added:
         return None
-    return {"sources": added.get("sources"), "checked": added.get("checked"),
-            "mismatches": added.get("mismatches"), **_shown(added)}
+    shown = _shown(dict(added))
+    return {"sources": added.get("sources"), "checked": added.get("checked"), "mismatches": added.get("mismatches"),
+            "items": shown["items"], "items_total": shown["items_total"], "items_truncated": shown["items_truncated"]}
 
 
 def _sweep_summary(sweep: dict[str, Any]) -> dict[str, Any] | None:
@@ -88,7 +107,7 @@ def _sweep_summary(sweep: dict[str, Any]) -> dict[str, Any] | None:
     return {k: sweep.get(k) for k in ("total", "checked", "complete", "failures", "seconds")} | _shown(sweep)
 
 
-def _shown(facts: dict[str, Any]) -> dict[str, Any]:
+def _shown(facts: dict[str, Any]) -> Shown:
     """The first SHOWN items as evidence, with the true count (the remote one, else the list's)."""
     items = as_list(facts.get("items"))
     total = list_totals(facts, "items")["items_total"]

@@ -78,8 +78,9 @@ def run(request: Dict[str, Any]) -> ModelReply:
         "drafters": lambda: drafters.collect_drafters(path, json_cap=cap),
         # sha256 of the small files, shard names and sizes: what `introspect diff` compares.
         "hashes": lambda: hashes.collect_hashes(path, json_cap=cap),
-        # Serving engines read from their sources (never imported) and nvidia-smi.
-        "engines": lambda: engines.collect_engines(deadline),
+        # Serving engines read from their sources (never imported), with what each can serve for
+        # this model's class (config.json's architectures), and nvidia-smi.
+        "engines": lambda: engines.collect_engines(deadline, model_path=path),
         "gpus": lambda: gpus.collect_gpus(),
     }
     out = ModelReply(errors=[], timings={}, fingerprint=fp)

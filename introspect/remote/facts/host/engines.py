@@ -19,6 +19,8 @@ without executing it.
                                      "algorithms": ["DFLASH", "EAGLE", "EAGLE3", ...]},
               "quantization": null | {"source": "...", "methods": [...],
                                       "conditional": {"mxfp4": "is_cpu() or is_cuda()"}},
+              "readiness": null | EngineReadiness (engine_readiness.py: per speculative method,
+                                  whether the model's class provides what the engine calls at start),
               "notes": ["speculative: no SpeculativeAlgorithm in srt/speculative/spec_info.py", ...]}
 
 A layout this module does not know (a future engine version) leaves the fact
@@ -36,6 +38,7 @@ import time
 from typing import Any, Callable, Dict, List, Optional, Tuple
 
 from ...contract import ErrorRecord, error_record
+from .engine_readiness import engine_readiness, model_targets
 
 PROBE = "engines"
 
@@ -320,15 +323,17 @@ def _location(name: str) -> Tuple[Optional[str], Optional[str]]:
     return (paths[0] if paths else os.path.dirname(spec.origin or "") or None), None
 
 
-def describe_engine(name: str, distribution: str, deadline: float) -> Optional[Dict[str, Any]]:
-    """One engine's facts, or None when neither its package nor its distribution is there."""
+def describe_engine(name: str, distribution: str, deadline: float,
+                    targets: Optional[Dict[str, Any]] = None) -> Optional[Dict[str, Any]]:
+    """One engine's facts, or None when neither its package nor its distribution is there.
+    ``targets``: the model's architectures (engine_readiness.model_targets), for its readiness."""
     version = _version(distribution)
     location, problem = _location(name)
     if version is None and location is None:
         return None
     engine = {"name": name, "distribution": distribution, "version": version, "location": location,
               "layout": "version-only", "architectures": None, "speculative": None, "quantization": None,
-              "notes": []}  # type: Dict[str, Any]
+              "readiness": None, "notes": []}  # type: Dict[str, Any]
     if problem:
         engine["notes"].append("find_spec(%r) failed: %s" % (name, problem))
     readers = READERS.get(name)
@@ -344,17 +349,29 @@ def describe_engine(name: str, distribution: str, deadline: float) -> Optional[D
         engine["notes"].extend(notes)
     if any(engine[key] is not None for key, _ in readers):
         engine["layout"] = "read"
+    if engine["architectures"] is not None and engine["speculative"] is not None:
+        try:
+            engine["readiness"], notes = engine_readiness(engine, targets, deadline)
+        except Exception as exc:  # an unknown layout must cost this fact only
+            notes = ["readiness: %s: %s" % (type(exc).__name__, exc)]
+        engine["notes"].extend(notes)
     return engine
 
 
-def collect_engines(deadline: Optional[float] = None) -> Tuple[Dict[str, Any], List[ErrorRecord]]:
-    """Facts of every serving engine installed for this interpreter. Never raises."""
+def collect_engines(deadline: Optional[float] = None, model_path: Optional[str] = None
+                    ) -> Tuple[Dict[str, Any], List[ErrorRecord]]:
+    """Facts of every serving engine installed for this interpreter, with each engine's speculative
+    readiness for the model at ``model_path`` (its config.json) when given. Never raises."""
     end = deadline if deadline is not None else time.time() + DEFAULT_SECONDS
+    try:
+        targets = model_targets(model_path)
+    except Exception:  # the files section reports an unreadable config.json
+        targets = None
     facts = {"searched": [name for name, _ in ENGINES], "engines": []}  # type: Dict[str, Any]
     errors = []  # type: List[ErrorRecord]
     for name, distribution in ENGINES:
         try:
-            engine = describe_engine(name, distribution, end)
+            engine = describe_engine(name, distribution, end, targets)
         except Exception as exc:
             errors.append(error_record("internal-error", "%s: %s: %s" % (name, type(exc).__name__, exc),
                                        probe=PROBE))
