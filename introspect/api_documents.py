@@ -76,7 +76,7 @@ def plan(profile: ProfileInput, *, gpus: int | None = None, gpu_mem: str | None 
                        name=name if memory else probed.get("name"),
                        source="flags" if gpus or memory else str(probed.get("source")), per_node=gpus_per_node)
     section = replan(data, budget, mem_fraction, ContextOptions(max_model_len, kv_dtype, context_len))
-    return PlanDocument.model_validate(_stamped(section, PlanDocument.SCHEMA))
+    return PlanDocument.model_validate(_stamped(section.to_dict(), PlanDocument.SCHEMA))
 
 
 def diff(a: ProfileInput, b: ProfileInput, *, sections: Sequence[str] = (), ssh: SSH | None = None,

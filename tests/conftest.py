@@ -154,6 +154,29 @@ def lxc_container(tmp_path_factory: pytest.TempPathFactory, shared_dir: Path) ->
     container.stop()
 
 
+# The files that take longest (wall, on 2 CPUs), run first: scripts/test hands files to its
+# workers in collection order (--no-loadscope-reorder; xdist would otherwise start with the files
+# that hold the most tests, and leave these few-test, many-second files for the end), so the two
+# workers end together instead of one finishing a long file alone. A file not listed keeps its
+# place after them; the order only schedules, it changes no test.
+LONG_FIRST = (
+    "faults/test_faults.py", "transport/test_executors.py", "tokenizer/test_layouts.py",
+    "faults/test_cache_faults.py", "witnesses/test_family_sweep.py", "preflight/test_preflight_e2e.py",
+    "cli/test_widths.py", "ansible/test_collection.py", "faults/test_hostile_output.py",
+    "e2e/test_architecture_cli.py", "faults/test_signal_partial.py", "e2e/test_probe.py",
+    "models/test_models_e2e.py", "e2e/test_cache.py", "faults/test_signals.py",
+    "health/test_autotokenizer_health.py", "faults/test_import_isolation.py", "faults/test_history_faults.py",
+    "faults/test_links_out.py", "faults/test_secrets.py", "witnesses/test_probe_witnesses.py",
+    "witnesses/test_meta_models.py", "tokenizer/test_tokenizer_probe.py", "e2e/test_transports_cli.py",
+)
+
+
+def pytest_collection_modifyitems(session: pytest.Session, config: pytest.Config, items: list[pytest.Item]) -> None:
+    rank = {name: i for i, name in enumerate(LONG_FIRST)}
+    # A stable sort: each file's tests stay together and in their order (module fixtures run once).
+    items.sort(key=lambda item: rank.get(item.nodeid.split("::", 1)[0].removeprefix("tests/"), len(rank)))
+
+
 def _caches_of_this_session(basetemp: Path) -> list[Path]:
     """``introspect-cache-*`` dirs in the temp dir holding results of this session's models
     (under its pytest ``basetemp``): what the suite used to leave by the hundred. Other

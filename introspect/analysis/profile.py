@@ -37,7 +37,6 @@ from introspect.documents.base import Number, Record
 from introspect.documents.profile import CacheHit, ProfileDocument, Settings
 from introspect.documents.profile_architecture import Architecture, DrafterPlan
 from introspect.documents.profile_files import Environment, Target
-from introspect.documents.profile_serving import Engines, Gpus, Plan
 from introspect.documents.profile_tokenizer import Tokenizer
 from introspect.remote.contract import FilesFacts, RawFacts, as_dict
 
@@ -104,13 +103,11 @@ def _serving(raw: RawFacts, architecture: Architecture | None,
     analysis/serving/ reads the architecture and tokenizer sections in their JSON form and writes the drafter
     plan into the architecture's: it comes back from there."""
     arch = architecture.to_dict() if architecture is not None else {}
-    sections, findings = serving_sections(dict(raw), arch, tokenizer.to_dict() if tokenizer is not None else {})
+    sections, findings = serving_sections(raw, arch, tokenizer.to_dict() if tokenizer is not None else {})
     if architecture is not None and "drafter_plan" in as_dict(arch.get("speculative")):
         plan = arch["speculative"]["drafter_plan"]
         architecture.speculative.drafter_plan = DrafterPlan.model_validate(plan) if plan is not None else None
-    serving = Serving(engines=Engines.model_validate(sections["engines"]), gpus=Gpus.model_validate(sections["gpus"]),
-                      plan=Plan.model_validate(sections["plan"]))
-    return serving, findings
+    return Serving(engines=sections["engines"], gpus=sections["gpus"], plan=sections["plan"]), findings
 
 
 def _architecture(raw: RawFacts, files: FilesFacts | None, config: object) -> tuple[Architecture, list[Finding]]:

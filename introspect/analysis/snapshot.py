@@ -8,15 +8,15 @@ resolve the module's real path look for its relative imports (Kimi's
 from __future__ import annotations
 
 from introspect.analysis.findings import Finding, Severity
-from introspect.remote.contract import JSONObject, RawFacts, as_dict
+from introspect.remote.contract import FilesFacts, RawFacts, as_dict
 
 
 def snapshot_remote_code_finding(raw: RawFacts) -> Finding | None:
     """The finding for raw facts whose tokenizer load failed this way; None when the case does not apply."""
-    files = as_dict(raw.get("files"))
+    files = raw.get("files")
     probe = as_dict(raw.get("tokenizer_probe"))
     error = as_dict(probe.get("error"))
-    if not error or not _is_snapshot(files):
+    if not error or files is None or not _is_snapshot(files):
         return None
     relative = sorted({imp.lstrip(".") for code in files.get("custom_code") or [] if isinstance(code, dict)
                        for imp in code.get("relative_imports") or [] if isinstance(imp, str)})
@@ -36,8 +36,8 @@ def snapshot_remote_code_finding(raw: RawFacts) -> Finding | None:
         "transformers release that resolves remote code inside the snapshot")
 
 
-def _is_snapshot(files: JSONObject) -> bool:
-    """``files``: the raw files section as read."""
+def _is_snapshot(files: FilesFacts) -> bool:
+    """``files``: the raw files section as read (rows checked: raw facts may be damaged)."""
     path = str(files.get("model_path") or "")
     if "/snapshots/" not in path:
         return False

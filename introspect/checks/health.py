@@ -21,14 +21,14 @@ from typing import Any
 from introspect.checks.packages import check_dependency_conflicts, check_package, install_command, python_of
 from introspect.checks.result import CheckResult, Status, exit_code
 from introspect.inventory import HostEntry, VenvEntry
-from introspect.remote.contract import distribution_for
+from introspect.remote.contract import HealthRequest, distribution_for
 
 GIB = 2**30
 DEFAULT_IMPORT_TIMEOUT = 60.0  # seconds for each listed import, inside the health probe
 MESSAGE_SHOWN = 400  # characters of a tokenizer error in the check's message
 
 
-def probe_request(venv: VenvEntry, *, import_timeout: float = DEFAULT_IMPORT_TIMEOUT, nvidia_smi: bool = True) -> dict[str, Any]:
+def probe_request(venv: VenvEntry, *, import_timeout: float = DEFAULT_IMPORT_TIMEOUT, nvidia_smi: bool = True) -> HealthRequest:
     """The request for health_probe.run() that these checks expect the facts of."""
     return {
         "imports": list(venv.imports),

@@ -143,7 +143,7 @@ def plan(profile_file: str, gpus: int | None, nodes: int | None, gpus_per_node: 
                        source="flags" if gpus or memory else str(probed.get("source")), per_node=per_node)
     context = ContextOptions(max_model_len, kv_dtype, context_len)
     shape = DraftShape(engine, draft_taps, draft_layers, block_size)
-    profile = dict(profile, plan=_with_drafter(replan(profile, budget, mem_fraction, context), profile, shape))
+    profile = dict(profile, plan=_with_drafter(replan(profile, budget, mem_fraction, context).to_dict(), profile, shape))
     if emit:
         write_drafter_config(profile, emit[0], emit[1], shape)
     if as_json:

@@ -10,7 +10,7 @@ when the command failed before it could print one.
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import Any, TypedDict
 
 import click
 
@@ -21,6 +21,16 @@ from introspect.errors import IntrospectError
 
 ERROR_SCHEMA = "introspect.error/v1"
 VERSION_KEY = "introspect_version"
+
+
+class ErrorObject(TypedDict):
+    """The ``error`` member as printed (documents/base.py ``ErrorMember`` is its schema)."""
+
+    code: str
+    message: str
+    fix: str | None
+    exit_code: int
+    host: str | None
 
 
 def stamped(document: dict[str, Any], schema: str | None = None) -> dict[str, Any]:
@@ -49,12 +59,12 @@ def error_code(kind: str) -> str:
     return re.sub(r"(?<=[a-z0-9])(?=[A-Z])", "-", kind).lower()
 
 
-def error_object(code: str, message: str, fix: str | None, exit_code: int, host: str | None = None) -> dict[str, Any]:
+def error_object(code: str, message: str, fix: str | None, exit_code: int, host: str | None = None) -> ErrorObject:
     """The ``error`` member: of an error document, or of a command's own document when it failed."""
     return {"code": code, "message": message, "fix": fix, "exit_code": exit_code, "host": host}
 
 
-def error_of(exc: IntrospectError, exit_code: int | None = None) -> dict[str, Any]:
+def error_of(exc: IntrospectError, exit_code: int | None = None) -> ErrorObject:
     return error_object(error_code(type(exc).__name__), exc.one_line(), exc.hint,
                         exc.exit_code if exit_code is None else exit_code, exc.host)
 

@@ -16,12 +16,13 @@ from __future__ import annotations
 
 import json
 import shlex
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, TypedDict, cast
 
 from introspect.errors import ConnectError, InputError, InterpreterError, RemoteError
-from introspect.remote.contract import BEGIN, END, JSONObject, Reply, TargetBlock
+from introspect.remote.contract import BEGIN, END, JSONObject, Reply, TargetBlock, TaskRequest
 from introspect.transport.base import (
     BatchItem,
     ExecResult,
@@ -169,7 +170,7 @@ class AnsibleResultExecutor(Executor):
             raise RemoteError(f"Ansible: the module failed: {self.host.message}", hint=self.host.fix,
                               host=self.host.name, stage="ansible")
 
-    def run_python(self, python: str, task: str, request: dict[str, Any], *, timeout: float,
+    def run_python(self, python: str, task: str, request: TaskRequest, *, timeout: float,
                    isolate: bool = False) -> ProbeReply:
         self.connect()
         facts = self.host.facts(self.facts_key)
@@ -177,9 +178,10 @@ class AnsibleResultExecutor(Executor):
             raise RemoteError(f"no {self.facts_key} facts in Ansible's result {self.host.path}",
                               hint=f"run introspect.models.{_MODULES[self.facts_key]} for this report",
                               host=self.host.name, stage=task)
-        record = _find(facts.get("calls") or [], python, task, request)
+        asked: Mapping[str, object] = request  # any task's request: only "model_path" is read, where it has one
+        record = _find(facts.get("calls") or [], python, task, asked)
         if record is None:
-            model = f" for {request['model_path']}" if request.get("model_path") else ""
+            model = f" for {asked['model_path']}" if asked.get("model_path") else ""
             raise RemoteError(f"the Ansible run has no {task} result under {python}{model}",
                               hint="run the module with the same venvs and models as the inventory lists",
                               host=self.host.name, stage=task)
@@ -207,7 +209,8 @@ def _one_line(text: Any, cap: int, *, tail: bool = False) -> str:
     return flat[-cap:] if tail else flat[:cap]
 
 
-def _find(calls: list[RecordedCall], python: str, task: str, request: dict[str, Any]) -> RecordedCall | None:
+def _find(calls: list[RecordedCall], python: str, task: str, request: Mapping[str, object]) -> RecordedCall | None:
+    """The call recorded for this task under ``python`` (for this model, when the request names one)."""
     for record in calls:
         if not isinstance(record, dict) or record.get("task") != task or record.get("python") != python:
             continue

@@ -152,7 +152,7 @@ def free_disk(executor: Executor, profile: dict[str, Any], timeout: float) -> Fr
     request = HealthRequest(imports=[], model_dirs=[path], nvidia_smi=False)
     try:
         with executor:
-            reply = executor.run_python(python, "health", dict(request), timeout=min(timeout, DISK_TIMEOUT_S))
+            reply = executor.run_python(python, "health", request.copy(), timeout=min(timeout, DISK_TIMEOUT_S))
     except IntrospectError as exc:
         return {"path": path, "free_bytes": None, "total_bytes": None, "reason": f"not measured: {exc.one_line()}"}
     facts = reply.facts if isinstance(reply.facts, dict) else {}

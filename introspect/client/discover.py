@@ -61,7 +61,7 @@ def discover_facts(executor: Executor, python: str, roots: list[str] | tuple[str
     request = discover_request(roots, deadline=max(1.0, timeout * 0.8), **options)
     for module in SUMMARY_MODULES:
         preload(module)  # while the host walks its roots; summarize_model needs them after the reply
-    reply = executor.run_python(python, "discover", dict(request), timeout=timeout)
+    reply = executor.run_python(python, "discover", request.copy(), timeout=timeout)
     if not isinstance(reply.facts, dict):
         raise RemoteError(f"model discovery failed: {first_message(reply.errors)}",
                           hint="run with --debug to see the remote stderr", host=executor.label,

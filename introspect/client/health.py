@@ -171,7 +171,7 @@ def _channel(job: _Job, options: HealthOptions, names: tuple[str, ...] = ()) -> 
         trust = (job.venv.remote_code if job.venv.remote_code_set
                  else bool(choose_remote_code(False, hosts=names, model=job.model).value))
         return Channel(key, job.venv.python, "tokenizer",
-                       {"model_path": job.model, "trust_remote_code": trust, "sample": False},
+                       {"model_path": str(job.model), "trust_remote_code": trust, "sample": False},
                        options.probe_timeout, isolate=True)
     request = probe_request(job.venv, import_timeout=min(options.import_timeout, options.probe_timeout),
                             nvidia_smi=options.nvidia_smi)

@@ -38,7 +38,7 @@ def resolve_model(executor: Executor, python: str, spec: str, timeout: float, *,
     ModelPathError (exit 2) naming the cached revisions when nothing matches.
     """
     request = ResolveRequest(spec=spec, cache_dir=cache_dir)
-    reply = executor.run_python(python, "resolve", dict(request), timeout=timeout)
+    reply = executor.run_python(python, "resolve", request.copy(), timeout=timeout)
     # The frame's members were type-checked (transport/frames.py); its facts are the task's reply.
     facts = cast(ResolveReply, reply.facts) if isinstance(reply.facts, dict) else None
     if facts is None:

@@ -175,8 +175,8 @@ def gather(executor: Executor, python: str, request: RemoteRequest, *, timeout: 
     """Both parts' evidence merged; a part that failed leaves its error records instead."""
     light: RemoteRequest = {**request, "parts": ["light"]}
     tokenizer: RemoteRequest = {**request, "parts": ["tokenizer"]}
-    channels = [Channel("light", python, TASK, dict(light), light_timeout),
-                Channel("tokenizer", python, TASK, dict(tokenizer), timeout, isolate=True)]
+    channels = [Channel("light", python, TASK, light.copy(), light_timeout),
+                Channel("tokenizer", python, TASK, tokenizer.copy(), timeout, isolate=True)]
     evidence = PreflightReply(errors=[], timings={})
     results = run_channels(executor, channels)
     for channel in channels:

@@ -22,7 +22,7 @@ from typing import Any
 from introspect.errors import IntrospectError
 from introspect.interrupts import Terminated, signum_of
 from introspect.redact import scrub_fields
-from introspect.remote.contract import DEFAULT_FILES_TIMEOUT, ErrorRecord, TargetBlock
+from introspect.remote.contract import DEFAULT_FILES_TIMEOUT, ErrorRecord, TargetBlock, TaskRequest
 from introspect.transport.base import BatchItem, Executor, ProbeReply
 
 
@@ -33,7 +33,7 @@ class Channel:
     key: Hashable  # how the caller finds its result
     python: str
     task: str
-    request: dict[str, Any] = field(hash=False, compare=False)
+    request: TaskRequest = field(hash=False, compare=False)
     timeout: float = DEFAULT_FILES_TIMEOUT
     isolate: bool = False
     # In a batch: run first, and when its reply's facts carry this ``digest`` run nothing

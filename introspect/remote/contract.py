@@ -182,7 +182,7 @@ from . import wire_preflight as _wire_preflight  # noqa: E402
 from .sections import *  # noqa: E402,F403
 from .sections import TokenizerProbe  # noqa: E402
 from .wire import *  # noqa: E402,F403
-from .wire import ModelSections  # noqa: E402
+from .wire import ModelSections, PythonFacts  # noqa: E402
 from .wire_preflight import *  # noqa: E402,F403
 
 
@@ -198,7 +198,7 @@ class RawFacts(ModelSections, total=False):
     errors: List[ErrorRecord]
     fatal: Optional[Dict[str, Any]]
     options: Dict[str, Any]
-    python: Dict[str, Any]
+    python: PythonFacts  # the interpreter that answered
     tokenizer_probe: Optional[TokenizerProbe]
     timings: Dict[str, Any]
     resources: Dict[str, Any]  # per isolated task, from its supervisor: {"peak_rss": bytes, "limits": {...}}

@@ -36,6 +36,7 @@ from .contract import (
     Envelope,
     ErrorRecord,
     Reply,
+    SupervisorFacts,
     error_record,
 )
 from .limits import MIB, size_text, task_limits
@@ -238,7 +239,8 @@ def supervise(envelope: Envelope, boot: str, frame: Frame,
     done.set()
     shutil.rmtree(tmp, ignore_errors=True)
     stderr_tail = child.output("err")[-4000:].decode("utf-8", "replace")
-    supervisor = {"seconds": round(time.time() - started, 3), "exit_status": proc.returncode, "timeout": timeout,
+    supervisor: SupervisorFacts = {
+                  "seconds": round(time.time() - started, 3), "exit_status": proc.returncode, "timeout": timeout,
                   "stderr_tail": stderr_tail, "temp_dir_removed": not os.path.exists(tmp), "subreaper": subreaper,
                   "limits": limits, "peak_rss": _peak_rss(), "memory_limit": limits.get("memory", memory)}
     return _outcome(task, finished, child, supervisor, frame)
@@ -262,7 +264,7 @@ def _peak_rss() -> Optional[int]:
         return None
 
 
-def _outcome(task: str, finished: bool, child: _Child, supervisor: Dict[str, Any], frame: Frame) -> Reply:
+def _outcome(task: str, finished: bool, child: _Child, supervisor: SupervisorFacts, frame: Frame) -> Reply:
     """The child's own reply with the supervisor's facts, or an error that says what happened."""
     if child.overflow:
         msg = "%s probe wrote more than its %s output limit; its process group was killed" % (
@@ -289,7 +291,7 @@ def _outcome(task: str, finished: bool, child: _Child, supervisor: Dict[str, Any
     return reply
 
 
-def _no_reply(task: str, child: _Child, supervisor: Dict[str, Any]) -> ErrorRecord:
+def _no_reply(task: str, child: _Child, supervisor: SupervisorFacts) -> ErrorRecord:
     rc = child.proc.returncode
     memory = supervisor["limits"].get("memory")
     last = supervisor["stderr_tail"].strip().splitlines()[-1:]

@@ -7,7 +7,7 @@ contract (a missing ``model_path`` is reported, never a crash).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Dict, List, Optional, TypedDict
+from typing import TYPE_CHECKING, Any, Dict, List, Optional, TypedDict, Union
 
 __all__ = [
     "Envelope",
@@ -16,6 +16,7 @@ __all__ = [
     "ModelSections",
     "ModelReply",
     "TokenizerRequest",
+    "ModelCodeRequest",
     "HealthRequest",
     "HealthReply",
     "PreflightRequest",
@@ -26,7 +27,12 @@ __all__ = [
     "ResolveRequest",
     "ResolveReply",
     "FingerprintRequest",
+    "EchoRequest",
     "EchoReply",
+    "TaskRequest",
+    "BatchEntry",
+    "PythonFacts",
+    "SupervisorFacts",
 ]
 
 if TYPE_CHECKING:  # names only: contract imports this module at run time
@@ -66,7 +72,7 @@ class Envelope(TypedDict, total=False):
     sources: Dict[str, str]  # dotted module name -> source, served from memory
     packages: List[str]  # the dotted names in sources that are packages
     # Several tasks in one session instead of ``task``: [{key, task, request, isolate, timeout}]
-    batch: List[Dict[str, Any]]
+    batch: List[Dict[str, Any]]  # BatchEntry each, read as parsed JSON: the remote side checks every key
 
 
 class Reply(TypedDict, total=False):
@@ -78,11 +84,32 @@ class Reply(TypedDict, total=False):
     facts: Any  # the task's reply
     errors: List[ErrorRecord]
     seconds: float
-    supervisor: Dict[str, Any]  # isolated tasks: {seconds, exit_status, timeout, stderr_tail, temp_dir_removed}
-    python: Dict[str, Any]  # {version: [3, 11, 7], executable}
+    supervisor: SupervisorFacts  # isolated tasks
+    python: PythonFacts
     fatal: Dict[str, Any]
     key: Any  # in a batch: the key of the task this reply answers
     stopped: bool  # in a batch: this check's digest matched, so no other task ran
+
+
+class PythonFacts(TypedDict, total=False):
+    """The interpreter that ran the task (remote/runner.py)."""
+
+    version: List[int]  # [3, 11, 7]
+    executable: str
+
+
+class SupervisorFacts(TypedDict, total=False):
+    """How an isolated task's child ended (remote/supervisor.py); keys vary with how it ended."""
+
+    seconds: float
+    exit_status: Optional[int]
+    timeout: float
+    stderr_tail: str
+    temp_dir_removed: bool
+    subreaper: bool
+    limits: Dict[str, Any]  # remote/limits.py task_limits: the limits the child ran under
+    peak_rss: Optional[int]
+    memory_limit: int
 
 
 # ---------------------------------------------------------------- model, tokenizer
@@ -127,6 +154,15 @@ class TokenizerRequest(TypedDict, total=False):
     trust_remote_code: bool
     sample: bool
     json_cap: int
+    memory_limit: int  # bytes of address space, read by the supervisor (remote/supervisor.py)
+
+
+class ModelCodeRequest(TypedDict, total=False):
+    """Task ``model_code`` (isolated): the model's own code, imported under the probe's limits."""
+
+    model_path: str
+    trust_remote_code: bool
+    memory_limit: int  # bytes of address space, read by the supervisor
 
 
 # ---------------------------------------------------------------- health, preflight
@@ -235,6 +271,29 @@ class ResolveReply(TypedDict):
 
 class FingerprintRequest(TypedDict):
     model_path: str
+
+
+class EchoRequest(TypedDict, total=False):
+    """Task ``echo``, for the transport tests."""
+
+    pad: int  # characters of output padding
+    sleep: float  # seconds
+
+
+# Every task's request, as the controller builds it (task ``gpus`` takes ``{}``).
+TaskRequest = Union[ModelRequest, TokenizerRequest, ModelCodeRequest, HealthRequest, PreflightRequest,
+                    DiscoverRequest, ResolveRequest, FingerprintRequest, EchoRequest]
+
+
+class BatchEntry(TypedDict, total=False):
+    """One task of a batch envelope (remote/batch.py)."""
+
+    key: Any  # the caller's, echoed in the reply
+    task: str
+    request: TaskRequest
+    isolate: bool
+    timeout: Optional[float]
+    stop_if_digest: Optional[str]  # see client.runner.Channel.stop_if_digest
 
 
 class EchoReply(TypedDict):

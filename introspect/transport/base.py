@@ -111,8 +111,8 @@ class ProbeReply:
     facts: Any
     errors: list[contract.ErrorRecord] = field(default_factory=list)
     seconds: float = 0.0
-    python: dict[str, Any] | None = None
-    supervisor: dict[str, Any] | None = None
+    python: contract.PythonFacts | None = None
+    supervisor: contract.SupervisorFacts | None = None  # isolated tasks only
     stderr_tail: str = ""
 
 
@@ -121,7 +121,7 @@ class BatchItem:
     """One task of a batch (see :meth:`Executor.run_batch`)."""
 
     task: str
-    request: dict[str, Any]
+    request: contract.TaskRequest
     timeout: float
     isolate: bool = False
     stop_if_digest: str | None = None  # see client.runner.Channel.stop_if_digest
@@ -222,7 +222,7 @@ class Executor(abc.ABC):
         return ExecResult(b"".join(out), b"".join(err), status, timed_out,
                           time.monotonic() - started)
 
-    def run_python(self, python: str, task: str, request: dict[str, Any], *, timeout: float,
+    def run_python(self, python: str, task: str, request: contract.TaskRequest, *, timeout: float,
                    isolate: bool = False) -> ProbeReply:
         """Run one remote task under ``python`` and return its parsed reply."""
         payload = shipping.envelope(task, request, isolate=isolate, timeout=timeout)

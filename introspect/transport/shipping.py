@@ -18,11 +18,11 @@ import json
 import re
 import shlex
 from importlib import resources
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from introspect import __version__
 from introspect.remote import runner  # noqa: F401  # callers read the frame markers here too
-from introspect.remote.contract import PROTOCOL, Reply
+from introspect.remote.contract import PROTOCOL, BatchEntry, Reply, TaskRequest
 from introspect.transport import frames
 
 if TYPE_CHECKING:
@@ -188,7 +188,7 @@ def command_line(python: str) -> str:
     return " ".join(shlex.quote(word) for word in command_argv(python))
 
 
-def envelope(task: str, request: dict[str, Any], *, isolate: bool = False,
+def envelope(task: str, request: TaskRequest, *, isolate: bool = False,
              timeout: float | None = None) -> bytes:
     body = {"protocol": PROTOCOL, "probe_version": __version__, "task": task, "request": request,
             "isolate": isolate, "timeout": timeout}
@@ -204,7 +204,7 @@ def _shipped(task: str, isolate: bool) -> bytes:
     return b", " + json.dumps(shipped).encode("utf-8")[1:-1]
 
 
-def batch_envelope(items: list[dict[str, Any]]) -> bytes:
+def batch_envelope(items: list[BatchEntry]) -> bytes:
     """Several tasks for one interpreter in one session (see :mod:`introspect.remote.batch`):
     ``items`` are ``{key, task, request, isolate, timeout}``; the modules are the union of theirs."""
     names = sorted({n for item in items for n in task_modules(item["task"], bool(item.get("isolate")))} | {BATCH})

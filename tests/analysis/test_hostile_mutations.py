@@ -219,5 +219,5 @@ def test_the_plan_names_an_invalid_key_and_computes_no_kv_tokens_from_it() -> No
     assert profile["architecture"]["kv_cache"] is None
     assert profile["architecture"]["invalid_config"]["unknown"]["kv_cache"] == ["text_config.kv_lora_rank"]
     plan = replan(profile, GpuBudget(count=8, memory_bytes=141 * 2**30))
-    assert "text_config.kv_lora_rank" in plan["kv_rule"]
-    assert plan["layouts"] and all(item["kv_tokens_per_gpu"] is None for item in plan["layouts"])
+    assert plan.kv_rule is not None and "text_config.kv_lora_rank" in plan.kv_rule
+    assert plan.layouts and all(item.kv_tokens_per_gpu is None for item in plan.layouts)

@@ -17,7 +17,11 @@ def test_cache_hit_then_invalidated_by_changes(sshd, client_keys, kimi_model, ve
     model = tmp_path / "model"
     shutil.copytree(kimi_model, model)
     env = {"INTROSPECT_CACHE_DIR": str(tmp_path / "cache")}
-    args = ["probe", *ssh_flags(sshd, client_keys), "--model", str(model), "--venv", str(venv_full), "--json"]
+    # The model-code witness is left out (about 2 CPU-s a run, five runs): its facts ride in the entry
+    # as the tokenizer's do; a run with it served from the cache is in tests/e2e/test_input_defaults.py
+    # (test_user_config_local_interpreter_cache_hit_and_cache_commands).
+    args = ["probe", *ssh_flags(sshd, client_keys), "--model", str(model), "--venv", str(venv_full), "--json",
+            "--no-model-code"]
 
     cold = run_cli(*args, env=env)
     assert cold.code == 0, cold.stderr

@@ -320,7 +320,7 @@ def test_a_drafter_no_engine_can_serve_is_an_error_citing_the_requirement(real_e
     assert f"vllm {VLLM_VERSION} eagle3: no, requires SupportsEagle3 (v1/worker/gpu_model_runner.py:5173)" \
         in errors[0].message
     assert errors[0].fix is not None and errors[0].fix.startswith("# ")
-    readiness = section["engines"][0]["readiness"]
+    readiness = section.to_dict()["engines"][0]["readiness"]
     assert readiness["class_site"] == {"file": "srt/models/gemma2.py", "line": 335, "class": "Gemma2ForCausalLM"}
 
 
@@ -348,7 +348,7 @@ def test_the_report_shows_each_method_with_its_source(real_engines: dict) -> Non
     section, findings = analyze_engines(engines_raw(real_engines, "DeepseekV3ForCausalLM", "deepseek_v3"), arch)
     assert not [f for f in findings if f.code.startswith("drafter-")]
     console = Console(width=400, record=True, color_system=None)
-    console.print(engines_section({"engines": section}))
+    console.print(engines_section({"engines": section.to_dict()}))
     text = console.export_text()
     assert "DFlash yes, EAGLE-3 yes for DeepseekV3ForCausalLM" in text
     assert "yes (defines DeepseekV2ForCausalLM.set_dflash_layers_to_capture (srt/models/deepseek_v2.py:3475))" in text

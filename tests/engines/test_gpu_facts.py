@@ -44,9 +44,9 @@ def test_topology_pcie_only() -> None:
     topo = parse_topology(smi.L40S_TOPO)
     assert topo is not None
     assert topo["links"]["GPU0"] == {"GPU1": "NODE", "GPU2": "SYS", "GPU3": "SYS"}
-    section, findings = analyze_gpus({"available": True, "devices": parse_query_csv(smi.H100_CSV)[:4],
+    model, findings = analyze_gpus({"available": True, "devices": parse_query_csv(smi.H100_CSV)[:4],
                                       "topology": topo})
-    assert section["interconnect"] == {"summary": "PCIe", "links": {"NODE": 4, "SYS": 8}}
+    assert model.to_dict()["interconnect"] == {"summary": "PCIe", "links": {"NODE": 4, "SYS": 8}}
     assert any(f.code == "gpus-pcie" for f in findings)
 
 
@@ -78,11 +78,12 @@ def test_collect_runs_the_three_queries(tmp_path: Path) -> None:
     facts, errors = collect_gpus(str(exe))
     assert errors == [] and facts["available"] is True and facts["count"] == 8
     assert (facts["driver_version"], facts["cuda_version"]) == ("560.35.03", "12.6")
-    section, findings = analyze_gpus(facts)
+    model, findings = analyze_gpus(facts)
+    section = model.to_dict()
     assert section["models"] == {"NVIDIA H200": 8} and section["memory_total_mib_min"] == 143771
     assert section["interconnect"] == {"summary": "NVLink", "links": {"NV18": 56}}
     assert findings == []
-    budget = budget_from(section)
+    budget = budget_from(model)
     assert budget is not None
     assert (budget.count, budget.memory_bytes, budget.name) == (8, 143771 * 2**20, "NVIDIA H200")
 
@@ -143,7 +144,7 @@ def test_gpus_section_of_the_report(tmp_path: Path) -> None:
     exe = _fake_nvidia_smi(tmp_path, smi.H100_CSV, smi.HEADER_550, smi.H100_TOPO)
     section, _ = analyze_gpus(collect_gpus(str(exe))[0])
     console = Console(width=120, record=True, highlight=False)
-    console.print(gpus_section({"gpus": section}))
+    console.print(gpus_section({"gpus": section.to_dict()}))
     text = console.export_text()
     assert "8 x NVIDIA H100 80GB HBM3" in text and "79.6 GiB each (smallest)" in text
     assert "550.54.15 / 12.4" in text and "NVLink (NV18 x56)" in text

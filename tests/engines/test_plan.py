@@ -13,12 +13,26 @@ import json
 from pathlib import Path
 
 from introspect.analysis.profile import build_profile
-from introspect.analysis.serving.plan import GpuBudget, plan_section
+from introspect.analysis.serving.plan import GpuBudget
+from introspect.analysis.serving.plan import plan_section as plan_model
 from introspect.analysis.serving.plan_context import ContextOptions
+from introspect.documents.profile_serving import WeightsBytes
 from tests.conftest import run_cli
 from tests.golden.cases import DATA, config_raw
 
 GIB = 2**30
+
+
+def weights_of(split: dict[str, int]) -> WeightsBytes:
+    """The plan's weights member for a hand-made split (one shard read)."""
+    return WeightsBytes(source="safetensors headers (stored bytes)", total_bytes=sum(split.values()), bytes=split,
+                        shards=1, shards_failed=0)
+
+
+def plan_section(arch: dict, weights: dict | None, budget: GpuBudget | None, **options: object) -> dict:
+    """The plan as its JSON reads (``weights`` as ``{"bytes": split}``)."""
+    member = weights_of(weights["bytes"]) if weights is not None else None
+    return plan_model(arch, member, budget, **options).to_dict()  # type: ignore[arg-type]
 
 # Stored bytes, by hand from the shapes.
 # Routed experts: gate/up/down each = packed I32 (2048 x 7168/8 x 4 B = 7,340,032)

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from introspect.analysis.serving.plan import GpuBudget, plan_section
+from introspect.analysis.serving.plan import GpuBudget
 from introspect.analysis.serving.plan_context import ContextOptions, rope_default
 from introspect.analysis.serving.plan_stages import pp_partition
 from tests.conftest import run_cli
@@ -165,7 +165,7 @@ def test_rope_factor_default_follows_vllm() -> None:
 def test_sliding_window_layers_stop_growing() -> None:
     """Gemma-2-9B: 21 sliding (window 4096) and 21 global layers, 8 KV heads of 256; float32 in config.json,
     served (and cached) at bfloat16: 2 x 8 x 256 x 2 = 8,192 B a layer and token."""
-    from tests.engines.test_plan import _family_arch
+    from tests.engines.test_plan import _family_arch, plan_section
 
     arch = _family_arch("gemma-2-9b")
     plan = plan_section(arch, {"bytes": {"tensor_parallel": 18 * 2**30}}, GpuBudget(count=1, memory_bytes=80 * 2**30),

@@ -97,7 +97,9 @@ def test_the_set_is_smaller_than_the_package_and_grows_with_isolation() -> None:
     assert set(shipping.task_modules("no-such-task")) == {"introspect", "introspect.remote", "introspect.remote.confine",
                                                           "introspect.remote.contract", "introspect.remote.limits", "introspect.remote.readers",
                                                           "introspect.remote.runner", "introspect.remote.sections",
-                                                          "introspect.remote.sections_added", "introspect.remote.wire"}
+                                                          "introspect.remote.sections_added", "introspect.remote.sections_engines",
+                                                          "introspect.remote.wire",
+                                                          "introspect.remote.wire_preflight"}
 
 
 def _ast_imports(name: str, sources: dict[str, str], packages: tuple[str, ...]) -> set[str]:

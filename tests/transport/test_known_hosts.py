@@ -179,7 +179,8 @@ def test_cli_honours_ssh_config_known_hosts_files(sshd, client_keys, kimi_model,
     global_file.write_text(sshd.known_hosts_line)
     config = tmp_path / "ssh_config"
     config.write_text(f"Host {sshd.address}\n  UserKnownHostsFile {user_file}\n  GlobalKnownHostsFile {global_file}\n")
-    result = _cli_probe(sshd, client_keys, kimi_model, venv_full, "--ssh-config", str(config), "--no-tokenizer")
+    result = _cli_probe(sshd, client_keys, kimi_model, venv_full, "--ssh-config", str(config), "--no-tokenizer",
+                        "--no-model-code")  # which known_hosts files are read: the connection's
     assert result.code in (0, 1) and result.json()["target"]["host"] == sshd.address, result.stderr[-2000:]
     global_file.write_text("")  # the key is in neither file now: unknown, refused, and the fix names the user file
     refused = _cli_probe(sshd, client_keys, kimi_model, venv_full, "--ssh-config", str(config))

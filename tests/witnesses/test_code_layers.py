@@ -125,15 +125,17 @@ def test_generic_recurrent_is_not_at_odds_with_a_named_one() -> None:
 
 
 def test_dsa_layers_keep_the_indexer_keys_beside_the_latent() -> None:
-    """vLLM deepseek_v2.py DeepseekV32IndexerCache: one index_head_dim key per token per layer beside the
-    MLA latent, in the per-layer figure as in the total (as the rules' kv_cache.py counts it)."""
+    """vLLM 0.33.0 deepseek_v2.py DeepseekV32IndexerCache: the indexer's key per token per layer beside the
+    MLA latent, in fp8 with a 4-byte scale per 128 elements (132 bytes for index_head_dim 128), in the
+    per-layer figure as in the total (as the rules' kv_cache.py counts it, mixer_math.indexer_key_bytes)."""
     runs = [{"start": 0, "count": 2, "class": "DeepseekV32DecoderLayer", "attrs": {},
              "mixers": [mixer("DeepseekV32Attention", outputs={"kv_a_proj_with_mqa": 576},
                               attrs={"kv_lora_rank": 512, "qk_rope_head_dim": 64})]}]
     indexer = {"kind": "sparse_indexer", "index_head_dim": 128, "index_n_heads": 64, "index_topk": 2048}
+    per_layer = 576 * 2 + 128 + 128 // 128 * 4  # the bf16 latent, then the fp8 indexer key and its scale
     arch = _arch(["full_attention"] * 2, {"type": "MLA", "num_heads": 128, "kv_lora_rank": 512, "qk_rope_head_dim": 64,
-                                          "sparse_indexer": indexer}, 2 * (576 + 128) * 2)
+                                          "sparse_indexer": indexer}, 2 * per_layer)
     assert not settle_layers_from_code(arch, _probe(runs))
     assert arch.kv_cache is not None
     entry = arch.kv_cache.per_kind["full_attention"].to_dict()
-    assert (entry["bytes_per_token_per_layer"], entry["bytes_per_token"]) == ((576 + 128) * 2, 2 * (576 + 128) * 2)
+    assert (entry["bytes_per_token_per_layer"], entry["bytes_per_token"]) == (per_layer, 2 * per_layer)

@@ -41,7 +41,7 @@ from introspect.documents.profile_architecture import (
     ParamsWhy,
     WeightsCount,
 )
-from introspect.remote.contract import JSONObject, RawFacts, as_dict, as_list
+from introspect.remote.contract import JSONObject, RawFacts, TargetBlock, as_dict, as_list
 
 TOLERANCE = 0.01  # the config estimate is held to 1% of the stored count (realconfigs README)
 # Components differing by less than this share of the total are noise (norms, biases).
@@ -212,10 +212,10 @@ def _status_findings(code: CodeWitness | None, raw: RawFacts) -> list[Finding]:
     """Why the code witness did not speak, when that is worth saying."""
     if code is None or code.status != "failed" or code.cause == "timeout":
         return []  # a timeout is already an error finding (probe-timeout)
-    target = as_dict(raw.get("target"))
+    target = raw.get("target") or TargetBlock()
     if code.cause == "memory-limit":  # the supervisor killed the build: the one finding that says so
         limit = as_dict(as_dict(raw.get("resources")).get("model_code")).get("memory_limit")
-        return [code_limit_finding(str(code.reason), dict(target), limit)]
+        return [code_limit_finding(str(code.reason), target, limit)]
     if code.cause in QUIET_CAUSES:
         spoke = as_dict(raw.get("model_code_probe")).get("config_dict") is not None
         what = ("the config class spoke; the model was not built on the meta device" if spoke
@@ -232,7 +232,7 @@ def _status_findings(code: CodeWitness | None, raw: RawFacts) -> list[Finding]:
                     f"{code.stage}): {code.reason}", fix)]
 
 
-def _quiet_fix(code: CodeWitness, target: JSONObject) -> str:
+def _quiet_fix(code: CodeWitness, target: TargetBlock) -> str:
     """An optional extra, not a repair: a command alone, the why after ``#`` (torch is gigabytes,
     and a serving venv is complete without it)."""
     missing = list(code.missing_packages or [])

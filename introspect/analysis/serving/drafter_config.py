@@ -22,6 +22,7 @@ import json
 from typing import Any
 
 from introspect.analysis.serving.engine_conventions import ENGINES, Conventions, engine_ids, lookup
+from introspect.analysis.serving.shapes import VllmSpeculativeConfig
 from introspect.remote.contract import as_dict
 
 DRAFTER_DIR = "DRAFTER_DIR"  # the trained drafter's directory, unknown before training: replace it
@@ -65,7 +66,7 @@ def _serving(kind: str, conv: Conventions, block_size: int | None) -> dict[str, 
         args = ["--speculative-algorithm", method, "--speculative-draft-model-path", DRAFTER_DIR]
         args += ["--speculative-num-draft-tokens", str(tokens)] if tokens is not None else []
     else:
-        spec: dict[str, Any] = {"method": method, "model": DRAFTER_DIR}
+        spec = VllmSpeculativeConfig(method=method, model=DRAFTER_DIR)
         if tokens is not None:
             spec["num_speculative_tokens"] = tokens
         args = ["--speculative-config", json.dumps(spec)]

@@ -36,6 +36,7 @@ from typing import Any
 
 from introspect.analysis.findings import Finding, make
 from introspect.analysis.serving.drafter_fields import target_fields
+from introspect.analysis.serving.shapes import MaskAndStops, MaskToken
 from introspect.remote.contract import as_dict
 
 # The published DFlash drafters (docs/plan.md "Published drafters"): 5 target layers tapped, 5 draft
@@ -77,21 +78,21 @@ def eagle3_layer_ids(num_layers: int) -> list[int]:
     return [1, num_layers // 2 - 1, num_layers - 4]
 
 
-def mask_token(tokenizer: dict[str, Any], vocab: int | None) -> dict[str, Any] | None:
+def mask_token(tokenizer: dict[str, Any], vocab: int | None) -> MaskToken | None:
     tok_len = _int(tokenizer.get("len")) or _int(tokenizer.get("vocab_size"))
     taken = {_int(as_dict(tokenizer.get(k)).get("id")) for k in ("pad", "eos", "bos")}
     mask = as_dict(tokenizer.get("mask"))
     if _int(mask.get("id")) is not None:
-        return {"id": mask["id"], "token": mask.get("token"), "kind": "mask_token"}
+        return MaskToken(id=mask["id"], token=mask.get("token"), kind="mask_token")
     unk = as_dict(tokenizer.get("unk"))
     if _int(unk.get("id")) is not None and unk["id"] not in taken:
-        return {"id": unk["id"], "token": unk.get("token"), "kind": "unk"}
+        return MaskToken(id=unk["id"], token=unk.get("token"), kind="unk")
     for item in tokenizer.get("special_tokens") or []:
         item = as_dict(item)
         if _int(item.get("id")) is not None and item["id"] not in taken and _RESERVED.search(str(item.get("token"))):
-            return {"id": item["id"], "token": item.get("token"), "kind": "reserved"}
+            return MaskToken(id=item["id"], token=item.get("token"), kind="reserved")
     if tok_len is not None and vocab is not None and vocab > tok_len:
-        return {"id": tok_len, "token": None, "kind": "unassigned-row"}
+        return MaskToken(id=tok_len, token=None, kind="unassigned-row")
     return None
 
 
@@ -117,14 +118,14 @@ def stand_in(tokenizer: dict[str, Any]) -> str | None:
             "copy the model's tokenizer files into its directory and probe again")
 
 
-def _mask_and_stops(tok: dict[str, Any], vocab: int | None, generation_config: Any) -> dict[str, Any]:
+def _mask_and_stops(tok: dict[str, Any], vocab: int | None, generation_config: Any) -> MaskAndStops:
     """mask_token / stop_ids with their reasons when null."""
     reason = stand_in(tok)
     if reason is not None:
-        return {"mask_token": None, "mask_token_reason": reason, "stop_ids": None, "stop_ids_reason": reason}
+        return MaskAndStops(mask_token=None, mask_token_reason=reason, stop_ids=None, stop_ids_reason=reason)
     mask = mask_token(tok, vocab)
-    return {"mask_token": mask, "mask_token_reason": None if mask is not None else _no_mask(tok, vocab),
-            "stop_ids": stop_ids(tok, generation_config), "stop_ids_reason": None}
+    return MaskAndStops(mask_token=mask, mask_token_reason=None if mask is not None else _no_mask(tok, vocab),
+                        stop_ids=stop_ids(tok, generation_config), stop_ids_reason=None)
 
 
 def _no_mask(tok: dict[str, Any], vocab: int | None) -> str:

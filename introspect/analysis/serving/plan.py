@@ -237,17 +237,17 @@ def layout(shape: Shape, weights: dict[str, int], budget: GpuBudget, fraction: f
                                demand.max_model_len, demand.cap, demand.context_len)
         out.kv_bytes_per_token = demand.tokens.per_token
         if short:  # holds the weights but not one request: vLLM refuses to start (plan_context.py)
-            reasons.append(short)
+            out.reasons.append(short)  # the model holds its own copy of the list
             out.fits = False
     return out
 
 
-def _kv_rule(shape: Shape, kv: dict[str, Any], demand: Demand, engine: str | None) -> str:
+def _kv_rule(shape: Shape, window_cap: object, demand: Demand, engine: str | None) -> str:
     rule = f"KV at {demand.tokens.dtype}; " + ("MLA: the compressed latent is stored whole on every TP rank" if shape.attention_type == "MLA"
             else "KV heads split over TP (replicated when TP exceeds them)")
-    if kv.get("sliding_window_cap"):
+    if window_cap:  # the architecture's kv_cache.sliding_window_cap
         rule += (f"; sliding-window layers counted at the full rate (they stop growing past "
-                 f"{kv['sliding_window_cap']} tokens, so this is a lower bound on tokens)")
+                 f"{window_cap} tokens, so this is a lower bound on tokens)")
     if shape.state_bytes_per_sequence:
         at = f"{engine}'s" if engine else "the larger of SGLang's and vLLM's"
         rule += (f"; recurrent layers keep {shape.state_bytes_per_sequence} B per sequence instead, at {at} "
@@ -302,7 +302,7 @@ def plan_section(arch: dict[str, Any], weights: WeightsBytes | None, budget: Gpu
     shape = dataclasses.replace(Shape.of(arch), state_bytes_per_sequence=tokens.state)
     if tokens.known:
         shape = dataclasses.replace(shape, kv_bytes_per_token=tokens.per_token)
-    kv_rule = _kv_rule(shape, as_dict(arch.get("kv_cache")), demand, context.engine)
+    kv_rule = _kv_rule(shape, as_dict(arch.get("kv_cache")).get("sliding_window_cap"), demand, context.engine)
     unknown = as_dict(as_dict(arch.get("invalid_config")).get("unknown")).get("kv_cache")
     if unknown:  # KV bytes per token unknown: kv_tokens stay null rather than computed from 0
         kv_rule += f"; KV cache unknown because of config.json {', '.join(map(str, unknown))}"

@@ -13,9 +13,6 @@ check fails; warnings never block, they name what the pipeline must do different
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from typing import Any
-
 from introspect.checks.preflight.chat_template import check_chat_template
 from introspect.checks.preflight.common import CHECK_NAMES, TITLES, Check, Status, ready, skip_repeats
 from introspect.checks.preflight.disk_packages import check_disk_and_packages
@@ -24,14 +21,14 @@ from introspect.checks.preflight.ids import check_ids
 from introspect.checks.preflight.loss_masks import check_loss_masks
 from introspect.checks.preflight.mask_token import check_mask_token
 from introspect.checks.preflight.tokenizer import check_tokenizer
-from introspect.remote.contract import as_dict
+from introspect.remote.contract import PreflightReply
 
 
-def evaluate(evidence: Mapping[str, Any], *, min_free_gb: float, pip: str = "python3 -m pip",
+def evaluate(evidence: PreflightReply, *, min_free_gb: float, pip: str = "python3 -m pip",
              model_path: str | None = None) -> list[Check]:
     """The seven checks, in order. ``pip`` is the install command of the pipeline's venv
     (``<venv>/bin/pip``), used verbatim in fixes."""
-    model = model_path or as_dict(evidence.get("model")).get("path") or "<model>"
+    model = model_path or (evidence.get("model") or {}).get("path") or "<model>"
     return skip_repeats([
         check_tokenizer(evidence, pip),
         check_chat_template(evidence),

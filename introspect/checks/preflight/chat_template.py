@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import posixpath
 import shlex
-from collections.abc import Mapping
 from typing import Any, TypedDict
 
 from introspect.analysis.tokenizer.shapes import shaped
@@ -21,24 +20,32 @@ from introspect.checks.preflight.common import (
     section,
     worst,
 )
-from introspect.remote.contract import as_dict, as_list
+from introspect.remote.contract import (
+    MarkersFacts,
+    PreflightReply,
+    Render,
+    Runaway,
+    TemplateFacts,
+    as_dict,
+    as_list,
+)
 
 
-def check_chat_template(evidence: Mapping[str, Any]) -> Check:
+def check_chat_template(evidence: PreflightReply) -> Check:
     if loaded_tokenizer(evidence) is None:
         return needs_tokenizer("chat-template", evidence)
-    template, err = section(evidence, "template")
+    template, err = section(evidence.get("template"))
     if template is None:
         return no_evidence("chat-template", evidence, "the chat template", err)
     if not template.get("present"):
         return Check("chat-template", "fail", {"present": False},
                      comment("add the model's chat_template.jinja (from its repository) to the model dir"),
                      "the tokenizer has no chat template: conversations cannot be rendered")
-    runaway = as_dict(template.get("runaway"))
+    runaway = shaped(template.get("runaway"), Runaway)
     if runaway:
         return _runaway(template, runaway, as_dict(evidence.get("model")).get("path"))
     renders = as_dict(template.get("renders"))
-    markers, _merr = section(evidence, "markers")
+    markers, _merr = section(evidence.get("markers"))
     summary = {name: _render_summary(r) for name, r in renders.items()}
     out = {"sha256": template.get("sha256"), "variables": template.get("variables"),
            "uses_tools": template.get("uses_tools"), "thinking_switch": template.get("thinking_switch"),
@@ -59,7 +66,7 @@ def check_chat_template(evidence: Mapping[str, Any]) -> Check:
                  "; ".join(p[1] for p in gravest))
 
 
-def _runaway(template: dict[str, Any], runaway: dict[str, Any], model: Any) -> Check:
+def _runaway(template: TemplateFacts, runaway: Runaway, model: Any) -> Check:
     """A render stopped by the probe's own memory or time limit: the template's verdict (the
     probe renders nothing more of it), named by the file it comes from."""
     source = template.get("source")
@@ -93,7 +100,7 @@ def _render_summary(render: object) -> RenderSummary:
             "roundtrip": trip.get("ok"), "template_ids_match": facts.get("template_ids_match")}
 
 
-def _render_problems(renders: dict[str, Any]) -> list[Problem]:
+def _render_problems(renders: dict[str, Render]) -> list[Problem]:
     out: list[Problem] = []
     for name, render in renders.items():
         error = as_dict(as_dict(render).get("error"))
@@ -104,13 +111,13 @@ def _render_problems(renders: dict[str, Any]) -> list[Problem]:
     return out
 
 
-def _roundtrip_problems(renders: dict[str, Any]) -> list[Problem]:
+def _roundtrip_problems(renders: dict[str, Render]) -> list[Problem]:
     """One problem per kind, naming every render it hit (they usually share one cause)."""
     broken: dict[bool, list[str]] = {True: [], False: []}
     first: dict[bool, TextDiff] = {}
     mismatched: list[str] = []
     for name, render in renders.items():
-        render = as_dict(render)
+        render = shaped(render, Render)
         trip = as_dict(render.get("roundtrip"))
         if render.get("ok") and trip and not trip.get("ok"):
             cleanup = bool(trip.get("ok_without_cleanup"))
@@ -146,7 +153,7 @@ def _diff_text(diff: TextDiff) -> str:
             f"got {around(diff, 'got', 40)!r}")
 
 
-def _marker_problems(markers: dict[str, Any] | None) -> list[Problem]:
+def _marker_problems(markers: MarkersFacts | None) -> list[Problem]:
     out: list[Problem] = []
     broken = [m for m in as_list(as_dict(markers).get("items")) if not as_dict(m).get("single")]
     if broken:
@@ -158,7 +165,7 @@ def _marker_problems(markers: dict[str, Any] | None) -> list[Problem]:
     return out
 
 
-def _variant_problems(template: dict[str, Any], renders: dict[str, Any]) -> list[Problem]:
+def _variant_problems(template: TemplateFacts, renders: dict[str, Render]) -> list[Problem]:
     out: list[Problem] = []
     tools = as_dict(renders.get("tools"))
     if tools.get("ok") and tools.get("tool_rendered") is False:
@@ -170,7 +177,7 @@ def _variant_problems(template: dict[str, Any], renders: dict[str, Any]) -> list
     return out
 
 
-def _markers_note(markers: dict[str, Any] | None) -> str:
+def _markers_note(markers: MarkersFacts | None) -> str:
     items = as_list(as_dict(markers).get("items"))
     if not items:
         return "no turn markers found"

@@ -72,10 +72,11 @@ def section(value: S | None) -> tuple[S | None, ErrorRecord | None]:
     The sections are the remote preflight task's (remote/tasks/preflight.py, each documented at the
     function that builds it), typed in remote/wire_preflight.py; raw evidence may be damaged, so a
     section that is not a JSON object reads as missing."""
-    if not isinstance(value, dict):
+    raw: object = value  # narrowed apart from ``value``, which keeps the section's type
+    if not isinstance(raw, dict):
         return None, None
-    error = value.get("error")
-    if set(value) == {"error"} and isinstance(error, dict):
+    error = raw.get("error")
+    if set(raw) == {"error"} and isinstance(error, dict):
         return None, shaped(error, ErrorRecord)
     return value, None
 

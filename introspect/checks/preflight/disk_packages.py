@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import shlex
-from collections.abc import Mapping
-from typing import Any
 
 from introspect.checks.preflight.common import (
     GB,
@@ -16,12 +14,12 @@ from introspect.checks.preflight.common import (
     section,
     worst,
 )
-from introspect.remote.contract import ErrorRecord, as_dict, as_list
+from introspect.remote.contract import DiskFacts, ErrorRecord, PackagesFacts, PreflightReply, as_dict, as_list
 
 
-def check_disk_and_packages(evidence: Mapping[str, Any], min_free_gb: float, pip: str) -> Check:
-    disk, derr = section(evidence, "disk")
-    packages, perr = section(evidence, "packages")
+def check_disk_and_packages(evidence: PreflightReply, min_free_gb: float, pip: str) -> Check:
+    disk, derr = section(evidence.get("disk"))
+    packages, perr = section(evidence.get("packages"))
     if disk is None and packages is None:
         return no_evidence("disk-and-packages", evidence, "disk and packages", derr or perr)
     parts = [_disk_part(disk, derr, min_free_gb), _packages_part(packages, perr, pip)]
@@ -31,7 +29,7 @@ def check_disk_and_packages(evidence: Mapping[str, Any], min_free_gb: float, pip
     return Check("disk-and-packages", status, out, fix_lines(*fixes), "; ".join(p[1] for p in parts))
 
 
-def _disk_part(disk: dict[str, Any] | None, err: ErrorRecord | None, min_free_gb: float) -> Part:
+def _disk_part(disk: DiskFacts | None, err: ErrorRecord | None, min_free_gb: float) -> Part:
     if disk is None:
         message = f"disk not checked: {as_dict(err).get('message') or 'no evidence'}"
         return "fail", message, comment("check --output-dir: it must be a path on the host"), {"error": err}
@@ -51,7 +49,7 @@ def _disk_part(disk: dict[str, Any] | None, err: ErrorRecord | None, min_free_gb
     return "pass", f"{free_gb} GB free at {where} (>= {min_free_gb:g}){note}", None, out
 
 
-def _packages_part(packages: dict[str, Any] | None, err: ErrorRecord | None, pip: str) -> Part:
+def _packages_part(packages: PackagesFacts | None, err: ErrorRecord | None, pip: str) -> Part:
     if packages is None:
         return "fail", f"packages not checked: {as_dict(err).get('message') or 'no evidence'}", None, {"error": err}
     items = [as_dict(i) for i in as_list(packages.get("items"))]

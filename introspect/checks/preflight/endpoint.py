@@ -3,26 +3,25 @@
 from __future__ import annotations
 
 import shlex
-from collections.abc import Mapping
-from typing import Any
 
+from introspect.analysis.tokenizer.shapes import shaped
 from introspect.checks.preflight.common import (
     Check,
     comment,
     no_evidence,
     section,
 )
-from introspect.remote.contract import as_dict
+from introspect.remote.contract import EndpointFacts, HttpCall, PreflightReply, as_dict
 
 
-def check_endpoint(evidence: Mapping[str, Any], model_path: str) -> Check:
-    info, err = section(evidence, "endpoint")
+def check_endpoint(evidence: PreflightReply, model_path: str) -> Check:
+    info, err = section(evidence.get("endpoint"))
     if info is None:
         return no_evidence("endpoint", evidence, "the endpoint", err)
     if info.get("skipped"):
         return Check("endpoint", "warn", {"url": None}, comment("pass --endpoint http://127.0.0.1:PORT (the "
                      "server's address as seen from the host)"), "not checked: no --endpoint given")
-    models, completion = as_dict(info.get("models")), as_dict(info.get("completion"))
+    models, completion = shaped(info.get("models"), HttpCall), shaped(info.get("completion"), HttpCall)
     matched = as_dict(info.get("matched")) or None
     out = {"url": info.get("url"), "api_key_env": info.get("api_key_env"),
            "api_key_present": info.get("api_key_present"), "models": models, "matched": matched,
@@ -45,7 +44,7 @@ def check_endpoint(evidence: Mapping[str, Any], model_path: str) -> Check:
                  f"{models.get('seconds')} s, one-token completion in {completion.get('seconds')} s")
 
 
-def _endpoint_fix(info: dict[str, Any], call: dict[str, Any]) -> str:
+def _endpoint_fix(info: EndpointFacts, call: HttpCall) -> str:
     error = as_dict(call.get("error"))
     status = call.get("status")
     if status in (401, 403):

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from typing import Any, TypedDict
 
 from introspect.analysis.tokenizer.shapes import shaped
@@ -17,7 +16,7 @@ from introspect.checks.preflight.common import (
     section,
     worst,
 )
-from introspect.remote.contract import TokenPair, as_dict, as_list
+from introspect.remote.contract import PreflightReply, TokenPair, as_dict, as_list
 
 
 class EndOfTurn(TypedDict, total=False):
@@ -44,11 +43,11 @@ class IdsEvidence(TypedDict):
     end_of_turn: EndOfTurn | None
 
 
-def check_ids(evidence: Mapping[str, Any]) -> Check:
+def check_ids(evidence: PreflightReply) -> Check:
     tok = loaded_tokenizer(evidence)
     if tok is None:
         return needs_tokenizer("ids", evidence)
-    config, err = section(evidence, "config")
+    config, err = section(evidence.get("config"))
     if config is None:
         return no_evidence("ids", evidence, "config.json", err)
     markers = as_dict(evidence.get("markers"))

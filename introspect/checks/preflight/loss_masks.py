@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from typing import Any, TypedDict
 
 from introspect.analysis.tokenizer.shapes import shaped
@@ -16,13 +15,13 @@ from introspect.checks.preflight.common import (
     no_evidence,
     section,
 )
-from introspect.remote.contract import as_dict, as_list
+from introspect.remote.contract import AssistantMask, MasksFacts, PreflightReply, as_dict, as_list
 
 
-def check_loss_masks(evidence: Mapping[str, Any]) -> Check:
+def check_loss_masks(evidence: PreflightReply) -> Check:
     if loaded_tokenizer(evidence) is None:
         return needs_tokenizer("loss-masks", evidence)
-    masks, err = section(evidence, "masks")
+    masks, err = section(evidence.get("masks"))
     if masks is None:
         template = as_dict(evidence.get("template"))
         if template and not template.get("present"):
@@ -32,7 +31,7 @@ def check_loss_masks(evidence: Mapping[str, Any]) -> Check:
             return Check("loss-masks", "skipped", {"template_runaway": True}, None,
                          "not checked: the chat template does not finish rendering")
         return no_evidence("loss-masks", evidence, "the loss masks", err)
-    direct = as_dict(masks.get("assistant_tokens_mask"))
+    direct = shaped(masks.get("assistant_tokens_mask"), AssistantMask)
     prefix = {name: _prefix_summary(value) for name, value in as_dict(masks.get("prefix")).items()}
     out = {"generation_markers": masks.get("generation_markers"), "assistant_tokens_mask": direct,
            "prefix": prefix}
@@ -63,7 +62,7 @@ def check_loss_masks(evidence: Mapping[str, Any]) -> Check:
                  "one sample per assistant turn is needed")
 
 
-def _direct_note(masks: dict[str, Any], direct: dict[str, Any]) -> str:
+def _direct_note(masks: MasksFacts, direct: AssistantMask) -> str:
     if not masks.get("generation_markers"):
         return "no {% generation %} markers in the template, so return_assistant_tokens_mask cannot work"
     error = as_dict(direct.get("error"))

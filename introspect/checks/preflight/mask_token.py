@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from typing import Any, TypedDict
 
 from introspect.analysis.tokenizer.shapes import shaped
@@ -14,7 +13,7 @@ from introspect.checks.preflight.common import (
     no_evidence,
     section,
 )
-from introspect.remote.contract import as_list
+from introspect.remote.contract import PreflightReply, as_list
 
 
 class Candidate(TypedDict, total=False):
@@ -33,10 +32,10 @@ class MaskEvidence(TypedDict):
     proposed: Candidate | None
 
 
-def check_mask_token(evidence: Mapping[str, Any]) -> Check:
+def check_mask_token(evidence: PreflightReply) -> Check:
     if loaded_tokenizer(evidence) is None:
         return needs_tokenizer("mask-token", evidence)
-    info, err = section(evidence, "mask_token")
+    info, err = section(evidence.get("mask_token"))
     if info is None:
         return no_evidence("mask-token", evidence, "the mask token", err)
     vocab = info.get("vocab_size")

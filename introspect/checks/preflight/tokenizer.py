@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import shlex
-from collections.abc import Mapping
 from typing import Any, TypedDict
 
 from introspect.analysis.list_caps import list_totals
@@ -21,11 +20,11 @@ from introspect.checks.preflight.common import (
     stand_in,
 )
 from introspect.remote.contract import AddedTokensCheck as RawCheck
-from introspect.remote.contract import as_dict, as_list
+from introspect.remote.contract import DecodeSweep, PreflightReply, PreflightTokenizer, as_dict, as_list
 
 
-def check_tokenizer(evidence: Mapping[str, Any], pip: str) -> Check:
-    tok, err = section(evidence, "tokenizer")
+def check_tokenizer(evidence: PreflightReply, pip: str) -> Check:
+    tok, err = section(evidence.get("tokenizer"))
     if tok is None:
         return no_evidence("tokenizer", evidence, "the tokenizer load", err)
     if not tok.get("loaded"):
@@ -39,7 +38,7 @@ def check_tokenizer(evidence: Mapping[str, Any], pip: str) -> Check:
                      stand_in_fix(model, "run preflight again"),
                      f"AutoTokenizer built a stand-in {tok.get('class')}, not the model's tokenizer: {reason}")
     added = shaped(tok.get("added_tokens_check"), RawCheck)
-    sweep = as_dict(tok.get("decode_sweep"))
+    sweep = shaped(tok.get("decode_sweep"), DecodeSweep)
     evidence_out = dict(base, added_tokens=_added_summary(added), decode_sweep=_sweep_summary(sweep))
     verdict = judge_added_tokens(added)
     if verdict is not None and verdict.failed:
@@ -65,7 +64,7 @@ def check_tokenizer(evidence: Mapping[str, Any], pip: str) -> Check:
                  f"{where} loaded; {agree}; decode([id]) works for all {sweep.get('total', '?')} ids")
 
 
-def _foreign_class(tok: dict[str, Any]) -> tuple[str, str] | None:
+def _foreign_class(tok: PreflightTokenizer) -> tuple[str, str] | None:
     """(message, fix) when the loaded class is not the model's own (auto_map) class."""
     declared = [c for c in as_list(tok.get("declared_classes")) if isinstance(c, str)]
     if not declared or tok.get("class") in declared:
@@ -96,25 +95,41 @@ class AddedSummary(Shown):
 def _added_summary(added: RawCheck) -> AddedSummary | None:
     if not added:
         return None
-    shown = _shown(dict(added))
+    shown = _shown(added)
     return {"sources": added.get("sources"), "checked": added.get("checked"), "mismatches": added.get("mismatches"),
             "items": shown["items"], "items_total": shown["items_total"], "items_truncated": shown["items_truncated"]}
 
 
-def _sweep_summary(sweep: dict[str, Any]) -> dict[str, Any] | None:
+class SweepSummary(TypedDict):
+    """The decode sweep (remote/facts/tokenizer/decode_sweep.py) in the check's evidence, keys in this order."""
+
+    total: object
+    checked: object
+    complete: object
+    failures: object
+    seconds: object
+    items: list[Any]  # the remote records, as reported
+    items_total: int
+    items_truncated: bool
+
+
+def _sweep_summary(sweep: DecodeSweep) -> SweepSummary | None:
     if not sweep:
         return None
-    return {k: sweep.get(k) for k in ("total", "checked", "complete", "failures", "seconds")} | _shown(sweep)
+    shown = _shown(sweep)
+    return {"total": sweep.get("total"), "checked": sweep.get("checked"), "complete": sweep.get("complete"),
+            "failures": sweep.get("failures"), "seconds": sweep.get("seconds"), "items": shown["items"],
+            "items_total": shown["items_total"], "items_truncated": shown["items_truncated"]}
 
 
-def _shown(facts: dict[str, Any]) -> Shown:
+def _shown(facts: RawCheck | DecodeSweep) -> Shown:
     """The first SHOWN items as evidence, with the true count (the remote one, else the list's)."""
     items = as_list(facts.get("items"))
     total = list_totals(facts, "items")["items_total"]
     return {"items": items[:SHOWN], "items_total": total, "items_truncated": total > min(len(items), SHOWN)}
 
 
-def _load_failure(tok: dict[str, Any], pip: str, model: Any = None) -> Check:
+def _load_failure(tok: PreflightTokenizer, pip: str, model: Any = None) -> Check:
     error = as_dict(tok.get("error"))
     cause = error.get("cause")
     missing = [str(p) for p in as_list(error.get("missing_packages"))]
@@ -147,7 +162,7 @@ def _load_failure(tok: dict[str, Any], pip: str, model: Any = None) -> Check:
                  f"AutoTokenizer.from_pretrained fails: {error.get('type')}: {error.get('message')}")
 
 
-def _added_mismatch(tok: dict[str, Any], verdict: AddedTokensVerdict, evidence: dict[str, Any]) -> Check:
+def _added_mismatch(tok: PreflightTokenizer, verdict: AddedTokensVerdict, evidence: dict[str, Any]) -> Check:
     items = verdict.disagree
     first = as_dict(items[0]) if items else {}
     detail = (f"id {first.get('id')} is {first.get('expected')!r} in {first.get('source')} but the loaded "
