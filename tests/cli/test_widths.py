@@ -48,7 +48,8 @@ from tests.conftest import NEUTRAL_CWD, REPO, SESSION_TMP, run_cli
 WIDTHS = (60, 80, 120)
 NOT_REPORTS = {"completion": "prints a shell script for the shell to source, not a report",
                "man": "prints a roff manual page for man(1) to lay out, not a report",
-               "schema": "prints a JSON Schema for validators (--list: one name a line, under 46 columns)"}
+               "schema": "prints a JSON Schema for validators (--list: one name a line, under 46 columns)",
+               "report": "writes an HTML or Markdown file (tests/report opens it at 1280 px in Chromium)"}
 DATA = REPO / "tests" / "data"
 PROFILES = DATA / "golden" / "profiles"
 # A number and its unit are one value: "553.4 GiB" must never be split between two lines.
@@ -282,7 +283,7 @@ def test_the_plan_reasons_stand_on_their_own_lines(screens: tuple[dict[str, Case
     reasons = [line.strip() for line in out.splitlines() if line.strip().startswith("weights ")]
     plan_reasons = [r for r in cases["plan"].values if r.startswith("weights ") and " > usable " in r]
     assert plan_reasons and set(plan_reasons) <= set(reasons), out
-    assert len(out.splitlines()) < 40, out
+    assert len(out.splitlines()) < 70, out  # the layouts, the drafter plans and their serving flags
 
 
 def test_piped_output_folds_to_columns_without_trailing_blanks(screens: tuple[dict[str, Case], dict]) -> None:
@@ -291,6 +292,8 @@ def test_piped_output_folds_to_columns_without_trailing_blanks(screens: tuple[di
     result = run_cli(*cases["plan"].args(80), env={"COLUMNS": "80"})
     assert result.code == 0, result.stderr
     lines = result.stdout.splitlines()
-    assert all(cell_len(line) <= 80 and line == line.rstrip() for line in lines), result.stdout
+    # A word wider than the screen (a cited source URL) stands alone on its line, never cut.
+    assert all((cell_len(line) <= 80 or len(line.split()) == 1) and line == line.rstrip() for line in lines), \
+        result.stdout
     reasons = [r for r in cases["plan"].values if " > usable " in r]
     assert reasons and all(any(r in line for line in lines) for r in reasons), result.stdout
