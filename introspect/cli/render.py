@@ -19,7 +19,7 @@ from introspect.documents.base import TokenId
 from introspect.documents.profile import ProfileDocument
 from introspect.documents.profile_architecture import Architecture
 from introspect.documents.profile_tokenizer import Tokenizer
-from introspect.remote.contract import as_dict
+from introspect.remote.contract import JSONObject, as_dict
 
 SEVERITY_STYLE = {"error": "bold red", "warning": "yellow", "info": "cyan"}
 
@@ -157,8 +157,10 @@ def experts_section(profile: ProfileDocument) -> Table:
     return table
 
 
-def tokenizer_section(profile: ProfileDocument) -> Table:
-    tok = profile.tokenizer
+def tokenizer_section(profile: ProfileDocument | JSONObject) -> Table:
+    # Tests and older callers pass the JSON form: validate it once here.
+    doc = profile if isinstance(profile, ProfileDocument) else ProfileDocument.model_validate(profile)
+    tok = doc.tokenizer
     table = _kv("Tokenizer")
     _autotokenizer_rows(table, tok)
     source = f"loaded with {tok.source or 'transformers'}" if tok.loaded else "from raw files (fallback)"
