@@ -159,8 +159,8 @@ def experts_section(profile: ProfileDocument) -> Table:
 
 def tokenizer_section(profile: ProfileDocument | JSONObject) -> Table:
     # Tests and older callers pass the JSON form: validate it once here.
-    doc = profile if isinstance(profile, ProfileDocument) else ProfileDocument.model_validate(profile)
-    tok = doc.tokenizer
+    tok = (profile.tokenizer if isinstance(profile, ProfileDocument)
+           else Tokenizer.model_validate(profile["tokenizer"]))
     table = _kv("Tokenizer")
     _autotokenizer_rows(table, tok)
     source = f"loaded with {tok.source or 'transformers'}" if tok.loaded else "from raw files (fallback)"
