@@ -39,33 +39,16 @@ from typing import Any, Callable, Dict, List, Optional, Tuple
 
 from ...contract import ErrorRecord, error_record
 from .engine_readiness import engine_readiness, model_targets
+from .engine_source import parse, read_text
 
 PROBE = "engines"
 
 # import name -> distribution name; the order is the report's.
 ENGINES = (("sglang", "sglang"), ("vllm", "vllm"), ("tensorrt_llm", "tensorrt-llm"), ("lmdeploy", "lmdeploy"))
-MAX_FILE_BYTES = 4 * 1024 * 1024
 MAX_MODEL_FILES = 2000
 DEFAULT_SECONDS = 20.0
 
 _ENTRY = re.compile(r"^EntryClass\s*[+]?=", re.M)
-
-
-def _read(path: str) -> Optional[str]:
-    try:
-        if os.path.getsize(path) > MAX_FILE_BYTES:
-            return None
-        with open(path, "r", encoding="utf-8", errors="replace") as fh:
-            return fh.read()
-    except OSError:
-        return None
-
-
-def _parse(text: str) -> Optional[ast.Module]:
-    try:
-        return ast.parse(text)
-    except (SyntaxError, ValueError):
-        return None
 
 
 def _names(node: Any) -> List[str]:
@@ -102,7 +85,7 @@ def _entry_classes(text: str) -> Optional[List[str]]:
     found = _ENTRY.search(text)
     if found is None:
         return None
-    tree = _parse(text[found.start():]) or _parse(text)
+    tree = parse(text[found.start():]) or parse(text)
     if tree is None:
         return None
     names = []  # type: List[str]
@@ -131,7 +114,7 @@ def sglang_architectures(root: str, deadline: float) -> Tuple[Optional[Dict[str,
         if time.time() > deadline:
             notes.append("architectures: stopped at the deadline after %d files" % len(classes))
             break
-        text = _read(os.path.join(models, name))
+        text = read_text(os.path.join(models, name))
         if text is None or "EntryClass" not in text:
             continue
         stem = name[:-3]
@@ -155,8 +138,8 @@ def _enum_members(tree: ast.Module, class_name: str) -> Optional[List[str]]:
 
 def sglang_speculative(root: str) -> Tuple[Optional[Dict[str, Any]], List[str]]:
     rel = "srt/speculative/spec_info.py"
-    text = _read(os.path.join(root, *rel.split("/")))
-    tree = _parse(text) if text is not None else None
+    text = read_text(os.path.join(root, *rel.split("/")))
+    tree = parse(text) if text is not None else None
     members = _enum_members(tree, "SpeculativeAlgorithm") if tree is not None else None
     if not members:
         return None, ["speculative: no SpeculativeAlgorithm enum in %s" % rel]
@@ -182,8 +165,8 @@ def _dict_updates(tree: ast.Module, text: str, names: Tuple[str, ...]) -> Dict[s
 
 def sglang_quantization(root: str) -> Tuple[Optional[Dict[str, Any]], List[str]]:
     rel = "srt/layers/quantization/__init__.py"
-    text = _read(os.path.join(root, *rel.split("/")))
-    tree = _parse(text) if text is not None else None
+    text = read_text(os.path.join(root, *rel.split("/")))
+    tree = parse(text) if text is not None else None
     if tree is None or text is None:
         return None, ["quantization: cannot read %s" % rel]
     wanted = ("BASE_QUANTIZATION_METHODS", "QUANTIZATION_METHODS")
@@ -222,8 +205,8 @@ def vllm_architectures(root: str) -> Tuple[Optional[Dict[str, Any]], List[str]]:
     """``_*_MODELS = {"Arch": ("module", "Class")}`` tables of vllm/model_executor/models/registry.py;
     a relative module lives in vllm.model_executor.models."""
     rel = "model_executor/models/registry.py"
-    text = _read(os.path.join(root, *rel.split("/")))
-    tree = _parse(text) if text is not None else None
+    text = read_text(os.path.join(root, *rel.split("/")))
+    tree = parse(text) if text is not None else None
     if tree is None:
         return None, ["architectures: cannot read %s" % rel]
     classes = {}  # type: Dict[str, Dict[str, str]]
@@ -264,8 +247,8 @@ def _literal_values(node: Any, scope: Dict[str, Any], depth: int = 0) -> List[st
 
 
 def _literal_fact(root: str, rel: str, name: str, what: str) -> Tuple[Optional[Dict[str, Any]], List[str]]:
-    text = _read(os.path.join(root, *rel.split("/")))
-    tree = _parse(text) if text is not None else None
+    text = read_text(os.path.join(root, *rel.split("/")))
+    tree = parse(text) if text is not None else None
     scope = _module_assignments(tree) if tree is not None else {}
     values = _literal_values(scope[name], scope) if name in scope else []
     if not values:
@@ -282,8 +265,8 @@ def vllm_quantization(root: str) -> Tuple[Optional[Dict[str, Any]], List[str]]:
     fact, notes = _literal_fact(root, rel, "QuantizationMethods", "methods")
     if fact is None:
         # Older releases (0.6 and before) keyed a QUANTIZATION_METHODS dict instead of a Literal.
-        text = _read(os.path.join(root, *rel.split("/")))
-        tree = _parse(text) if text is not None else None
+        text = read_text(os.path.join(root, *rel.split("/")))
+        tree = parse(text) if text is not None else None
         keys = _str_keys(_module_assignments(tree).get("QUANTIZATION_METHODS")) if tree is not None else []
         if keys:
             fact, notes = {"source": rel, "methods": keys}, []
