@@ -145,6 +145,10 @@ def test_missing_model_dir_is_usage_error_with_partial_facts(sshd, client_keys, 
     assert_clean_error(result, 2, "not-found")
     profile = result.json()
     assert profile["environment"]["python_version"].startswith("3.")
+    # Neither isolated load imported transformers for a dir that is not there: both say so.
+    loads = {f["code"]: f["message"] for f in profile["findings"]
+             if f["code"] in ("tokenizer-load-failed", "model-code-failed")}
+    assert len(loads) == 2 and all("is not a directory; the load was not run" in m for m in loads.values()), loads
 
 
 def test_missing_venv_is_clear(sshd, client_keys, kimi_model, tmp_path: Path):

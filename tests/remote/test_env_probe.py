@@ -73,13 +73,15 @@ def test_bad_module_names_never_raise() -> None:
     assert all(e["probe"] == "environment" for e in errors)
 
 
-def test_packages_distributions_fallback_matches_stdlib_mapping() -> None:
-    """The 3.8/3.9 fallback gives what packages_distributions gives on 3.10+."""
-    fallback = env_probe._packages_distributions_fallback(importlib.metadata)
+def test_distribution_map_matches_stdlib_mapping() -> None:
+    """The string-split reading of top_level.txt / RECORD gives what the stdlib's
+    packages_distributions gives (3.10+), for every installed distribution; asked for a few
+    names, it gives exactly those entries."""
+    ours = env_probe.installed_distributions()
     native = importlib.metadata.packages_distributions()
-    for module in ("yaml", "jinja2", "tiktoken", "pytest"):
-        if module in native:
-            assert set(fallback.get(module, [])) == set(native[module]), module
+    assert {k: sorted(v) for k, v in ours.items()} == {k: sorted(set(v)) for k, v in native.items()}
+    wanted = {"yaml", "jinja2", "pytest", "no_such_module_xyz"}
+    assert env_probe.installed_distributions(wanted) == {k: v for k, v in ours.items() if k in wanted}
 
 
 def test_checks_import_nothing() -> None:

@@ -24,10 +24,17 @@ SHOWN_LINKS = 3
 
 
 def refusal(path: str) -> Optional[TokenizerError]:
-    """The load's error record when a file it may open links out of the model dir, else None.
+    """The load's error record when there is no model dir, or when a file it may open links out
+    of it, else None.
 
     Same shape as ``tokenizer_load.classify_error`` (cause ``link-outside``); confines ``path``."""
     confine.confine(path)
+    if not os.path.isdir(path):
+        # Nothing to load: without this the task would import transformers (seconds of CPU) for
+        # from_pretrained to call the path a malformed hub repo id. The files probe names the cause.
+        kind = "NotADirectoryError" if os.path.exists(path) else "FileNotFoundError"
+        return TokenizerError(type=kind, cause="missing-files", missing_packages=[], traceback=[],
+                              message="%s is not a directory; the load was not run" % path)
     try:
         links = confine.links_out(path)
     except (OSError, ValueError):  # an unlistable dir: the load reports it in its own words

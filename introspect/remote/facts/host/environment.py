@@ -40,7 +40,7 @@ import importlib.util
 import os
 import platform
 import sys
-from typing import Any, Dict, List, Optional, Tuple
+from typing import Any, Dict, List, Optional, Set, Tuple
 
 from ...contract import (
     MODULE_DISTRIBUTIONS,
@@ -91,25 +91,20 @@ def package_version(name: str) -> Optional[str]:
         return None
 
 
-def installed_distributions() -> Dict[str, List[str]]:
-    """Top-level import name -> distribution names, from installed metadata.
+def installed_distributions(wanted: Optional[Set[str]] = None) -> Dict[str, List[str]]:
+    """Top-level import name -> distribution names, from installed metadata (only the names in
+    ``wanted`` when given).
 
-    ``importlib.metadata.packages_distributions`` is 3.10+; on 3.8/3.9 the same
-    mapping is rebuilt from each distribution's top_level.txt or RECORD.
+    The mapping of ``importlib.metadata.packages_distributions`` (3.10+;
+    https://github.com/python/cpython/blob/v3.11.7/Lib/importlib/metadata/__init__.py#L1062):
+    each distribution's top_level.txt, else the first part of each path in its RECORD. Built
+    here from the files' text, for every Python: the stdlib's version makes a pathlib object of
+    every RECORD line of every distribution (a second of CPU in a venv with torch and an engine,
+    on every probe), where a string split of the lines gives the same names.
     """
     md = _metadata()
     if md is None:
         return {}
-    fn = getattr(md, "packages_distributions", None)
-    if fn is not None:
-        try:
-            return dict(fn())
-        except Exception:
-            pass
-    return _packages_distributions_fallback(md)
-
-
-def _packages_distributions_fallback(md: Any) -> Dict[str, List[str]]:
     out: Dict[str, List[str]] = {}
     try:
         dists = list(md.distributions())
@@ -117,8 +112,10 @@ def _packages_distributions_fallback(md: Any) -> Dict[str, List[str]]:
         return out
     for dist in dists:
         try:
-            name = dist.metadata["Name"]
             tops = _top_level_names(dist)
+            if wanted is not None:
+                tops = [top for top in tops if top in wanted]
+            name = dist.metadata["Name"] if tops else None
         except Exception:
             continue
         for top in tops:
@@ -133,13 +130,14 @@ def _top_level_names(dist: Any) -> List[str]:
     if text:
         return [line.strip() for line in text.splitlines() if line.strip()]
     names = set()
-    for path in dist.files or []:
-        parts = str(path).replace("\\", "/").split("/")
-        first = parts[0]
-        if len(parts) == 1 and first.endswith(".py"):
-            names.add(first[:-3])
-        elif len(parts) > 1 and not first.endswith((".dist-info", ".egg-info", ".data")) and first != "..":
-            names.add(first)
+    for line in (dist.read_text("RECORD") or dist.read_text("installed-files.txt") or "").splitlines():
+        # RECORD rows are CSV "path,hash,size"; a path with a comma is quoted (PEP 376).
+        path = line.rsplit(",", 2)[0].strip('"') if line.count(",") >= 2 else line
+        # Python files only, as the stdlib infers it (a __pycache__/ or .dist-info/ path names
+        # no module): the first directory, or a top-level module's stem.
+        parts = path.replace("\\", "/").split("/")
+        if parts[-1].endswith(".py") and parts[0] not in ("..", ""):
+            names.add(parts[0] if len(parts) > 1 else parts[0][:-3])
     return sorted(n for n in names if n.isidentifier())
 
 
@@ -158,7 +156,8 @@ def describe_modules(names: List[str]) -> Tuple[Dict[str, ModuleEntry], List[str
     modules: Dict[str, ModuleEntry] = {}
     missing = []
     errors = []
-    installed = None  # built lazily: walking every dist's RECORD costs time in big venvs
+    installed = None  # built lazily, for these names only: walking every RECORD costs time
+    wanted = set(n for n in names if isinstance(n, str))
     for name in sorted(set(n for n in names if isinstance(n, str))):
         available, problem = module_available(name)
         entry = ModuleEntry(available=available, distribution=None, distribution_source=None)
@@ -167,7 +166,7 @@ def describe_modules(names: List[str]) -> Tuple[Dict[str, ModuleEntry], List[str
             errors.append(_err("module-check-failed", "%s: %s" % (name, problem)))
         if available:
             if installed is None:
-                installed = installed_distributions()
+                installed = installed_distributions(wanted)
             dists = installed.get(name) or []
             if dists:
                 entry["distribution"], entry["distribution_source"] = dists[0], "installed"
