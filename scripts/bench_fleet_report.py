@@ -118,6 +118,10 @@ def _wall_why(h: Measured, cores: int) -> str:
     if isinstance(stagger, (int, float)) and isinstance(burst, int) and stagger > 0:
         why += (f"; the controller starts at most one connection per {stagger:g} s after a burst of {burst}, so "
                 f"{h.hosts} hosts need ≥ {max(0, h.hosts - burst) * stagger:.0f} s of pacing alone")
+    refusals, peak = h.pacing.get("refusals"), h.pacing.get("handshakes_peak")
+    if isinstance(refusals, int) and isinstance(peak, int):
+        why += (f"; logins paced per sshd ({refusals} MaxStartups refusals retried), at most {peak} key "
+                f"exchanges at once of {h.pacing.get('handshakes_limit')}")
     if h.silent_max_s is not None:
         why += f"; the slowest silent host held its slot {h.silent_max_s:.1f} s"
     return why
@@ -130,7 +134,7 @@ def _silence(h: Measured, clean: Measured | None) -> str:
                         "no reference run without silent hosts, or no silent host")
     added = h.wall - clean.wall
     met = added <= deadline and h.silent_max_s <= deadline + 1
-    return _verdict("what the silent hosts add to the wall", f"+{added:.1f} s ({h.wall:.1f} s vs {clean.wall:.1f} s "
+    return _verdict("what the silent hosts add to the wall", f"{added:+.1f} s ({h.wall:.1f} s vs {clean.wall:.1f} s "
                     f"without them); slowest silent host {h.silent_max_s:.1f} s", f"≤ {deadline:g} s (banner "
                     "deadline)", met, f"silent hosts occupy a worker for their {h.silent_max_s:.1f} s each")
 

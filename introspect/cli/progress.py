@@ -57,8 +57,11 @@ class Phases:
 
 
 @contextmanager
-def host_rows(total: int, label: str, row: Callable[[Any], str]) -> Iterator[Callable[[Any], None]]:
-    """A callback for each finished host: prints ``row(result)`` (rich markup) above a bar."""
+def host_rows(total: int, label: str, row: Callable[[Any], str],
+              ok: Callable[[Any], bool] | None = None) -> Iterator[Callable[[Any], None]]:
+    """A callback for each finished host: prints ``row(result)`` (rich markup) above a bar; with
+    ``ok``, the bar also keeps the summary so far (``812 ok · 43 failed``): a run of thousands of
+    hosts shows how it is going, not only how far."""
     if not enabled():
         yield lambda _result: None
         return
@@ -74,12 +77,17 @@ def host_rows(total: int, label: str, row: Callable[[Any], str]) -> Iterator[Cal
     from introspect.cli.safe_text import safe_console
 
     console = safe_console(stderr=True, highlight=False, emoji=False, soft_wrap=True)
-    progress = Progress(SpinnerColumn(), TextColumn(label), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                        console=console, transient=True)
-    task = progress.add_task(label, total=total)
+    tally = [TextColumn("{task.fields[tally]}")] if ok is not None else []
+    progress = Progress(SpinnerColumn(), TextColumn(label), BarColumn(), MofNCompleteColumn(), *tally,
+                        TimeElapsedColumn(), console=console, transient=True)
+    task = progress.add_task(label, total=total, tally="")
+    counts = [0, 0]  # ok, failed
 
     def done(result: Any) -> None:
         progress.console.print(row(result))
+        if ok is not None:
+            counts[0 if ok(result) else 1] += 1
+            progress.update(task, tally=f"{counts[0]} ok · {counts[1]} failed")
         progress.advance(task)
 
     with progress:

@@ -5,7 +5,7 @@
 - :mod:`.model`: ``probe``: hub-id resolution, the whole-run deadline, the cache, gather.
 - :mod:`.hub`: hub ids resolved to a snapshot in the host's HF cache.
 - :mod:`.preflight`, :mod:`.health`, :mod:`.discover`, :mod:`.diff`: the other commands.
-- :mod:`.fleet`: the bounded, staggered runner of one piece of work per host.
+- :mod:`.fleet`: the bounded runner of one piece of work per host, logins paced per sshd.
 - :mod:`.cache`: the local cache of raw facts, keyed by target and options.
 
 The CLI (:mod:`introspect.cli`) turns flags into these calls and renders what they

@@ -1,4 +1,4 @@
-"""Run one piece of work per host over a fleet: bounded, staggered, isolated.
+"""Run one piece of work per host over a fleet: bounded, paced per sshd, isolated.
 
 Used by every multi-host command (health, models, probe --all-hosts). What it fixes,
 from other fleet tools' trackers (see the shared reference "SSH and fleet pitfalls"):
@@ -7,11 +7,14 @@ from other fleet tools' trackers (see the shared reference "SSH and fleet pitfal
   Here a pool of ``parallel`` workers runs the items; each item is bounded by its own
   deadlines (the executor's connect, banner, auth and probe timeouts), so a dead or
   slow host costs its own timeout and never delays the others beyond that.
-- sshd's default ``MaxStartups`` (10:30:100) starts refusing unauthenticated
-  connections when many arrive at once, which is what a fleet behind one bastion or
-  one sshd with many containers sees. Item starts are staggered beyond a first burst
-  of ``MaxStartups``' start (10): those start at once, then at most one new item (whose
-  first act is its one connect) starts per ``stagger_s``.
+- sshd's ``MaxStartups`` (default 10:30:100) refuses unauthenticated connections past a
+  count, per sshd: a fleet behind one bastion, or many containers behind one sshd, meets it;
+  a thousand hosts with an sshd each never do. So logins are paced per endpoint and adapt
+  to refusals (:mod:`introspect.client.fleet_pacing`: a window per sshd, halved on a refusal,
+  the refused login retried within its budget); the controller's CPU is bounded by the SSH
+  transport's gate on key exchanges in flight. Work that logs in by itself instead gets a
+  global start rate (``stagger_s``: a burst of 10, then one start per 50 ms), which cost
+  health 50 s per 1,000 hosts before it was paced per sshd.
 - One host's exception never touches another's result: it is caught in the worker and
   turned into that item's result (``on_error``, else an :class:`ItemFailure`).
 
@@ -29,18 +32,21 @@ import contextlib
 import threading
 import time
 from collections import Counter
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Hashable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, Generic, TypedDict, TypeVar
 
+from introspect.client.fleet_pacing import Pacer
 from introspect.interrupts import Terminated, signum_of
 
 T = TypeVar("T")
 R = TypeVar("R")
 
+# A global start rate (one start per 50 ms after a burst of MaxStartups' start, 10) for work that
+# logs in by itself (models, gpus, compare). health and probe --all-hosts pass 0: their logins go
+# through FleetMonitor.login, paced per sshd (fleet_pacing.py).
 DEFAULT_STAGGER_S = 0.05
-# sshd's MaxStartups default is "10:30:100": below 10 unauthenticated connections none is refused.
 DEFAULT_BURST = 10
 
 
@@ -62,14 +68,25 @@ class FleetStats(TypedDict, total=False):
     max_open_connections: int
     connects_started: int
     open_connections: int
+    # The login pacing's counters (fleet_pacing.PacingStats).
+    refusals: int
+    retries: int
+    refused_hosts: int
+    refused_endpoints: int
+    smallest_window: int
+    handshakes_limit: int
+    handshakes_peak: int
 
 
 class FleetMonitor:
-    """Stagger gate and open-connection counter shared by the runner and the work."""
+    """Login pacing, an optional global start rate, and the open-connection counter shared by the
+    runner and the work."""
 
-    def __init__(self, stagger_s: float = DEFAULT_STAGGER_S, burst: int = DEFAULT_BURST) -> None:
+    def __init__(self, stagger_s: float = DEFAULT_STAGGER_S, burst: int = DEFAULT_BURST,
+                 pacer: Pacer | None = None) -> None:
         self.stagger_s = max(0.0, stagger_s)
         self.burst = max(1, burst)
+        self.pacer = pacer if pacer is not None else Pacer()
         self._lock = threading.Lock()
         self._next_start = 0.0  # monotonic time of the next free start slot
         self._starts = 0
@@ -102,6 +119,10 @@ class FleetMonitor:
             slot = max(now, self._next_start)
             self._next_start = slot + self.stagger_s
             return slot
+
+    def login(self, endpoint: Hashable, connect: Callable[[], None]) -> int:
+        """``connect()`` paced on ``endpoint``'s sshd, retried on its refusals (see fleet_pacing.py)."""
+        return self.pacer.login(endpoint, connect, self._cancelled)
 
     # -- connections ----------------------------------------------------------------
     @contextmanager
@@ -160,11 +181,12 @@ class FleetMonitor:
 
     def stats(self) -> FleetStats:
         with self._lock:
-            return {"stagger_s": self.stagger_s, "burst": self.burst, "max_open_connections": self._max_open,
-                    # Connects started (attempts, failed ones included); each host's
-                    # report says how many connections its executor really opened.
-                    "connects_started": sum(self._opened.values()),
-                    "open_connections": self._open}
+            counters: FleetStats = {
+                "stagger_s": self.stagger_s, "burst": self.burst, "max_open_connections": self._max_open,
+                # Connects started (attempts, failed ones included); each host's
+                # report says how many connections its executor really opened.
+                "connects_started": sum(self._opened.values()), "open_connections": self._open}
+        return {**counters, **self.pacer.stats()}
 
 
 def run_fleet(
@@ -177,14 +199,17 @@ def run_fleet(
     on_done: Callable[[int, T, R | ItemFailure[T]], None] | None = None,
     on_error: Callable[[T, BaseException, float], R] | None = None,
     monitor: FleetMonitor | None = None,
+    store: Callable[[int, R | ItemFailure[T]], R | ItemFailure[T]] | None = None,
 ) -> list[R | ItemFailure[T]]:
     """Run ``work(item)`` for every item on at most ``parallel`` threads; results in input order.
 
     ``on_done(index, item, result)`` is called in the calling thread as each item
     finishes (in completion order), so a progress display needs no locking.
     ``on_error(item, exc, seconds)`` turns an exception into that item's result.
-    ``monitor`` (made here when not given) staggers the starts; pass your own to let the
+    ``monitor`` (made here when not given) paces the logins; pass your own to let the
     work count its connections on it and to read the counters afterwards.
+    ``store(index, result)``, called after ``on_done``, gives what the returned list keeps of
+    each result (a small summary, the rest spooled): the run itself keeps no other reference.
     On KeyboardInterrupt (Ctrl-C, and SIGTERM/SIGHUP under :func:`introspect.interrupts.handling`)
     the monitor is cancelled (open connections closed), waiting items are dropped and the
     interrupt propagates, as :class:`FleetInterrupted` with the results of the items that had
@@ -212,24 +237,29 @@ def run_fleet(
 
     pool = concurrent.futures.ThreadPoolExecutor(max_workers=min(parallel, len(items)),
                                                  thread_name_prefix="fleet")
-    results = _run_pool(pool, guarded, items, monitor, on_done)
+    results = _run_pool(pool, guarded, items, monitor, on_done, store)
     pool.shutdown(wait=True)
     return results
 
 
 def _run_pool(pool: concurrent.futures.ThreadPoolExecutor, guarded: Callable[[T], R], items: list[T],
-              monitor: FleetMonitor, on_done: Callable[[int, T, R], None] | None) -> list[R]:
-    """Every item's result, in input order (see :func:`run_fleet`: its pool, its on_done)."""
+              monitor: FleetMonitor, on_done: Callable[[int, T, R], None] | None,
+              store: Callable[[int, R], R] | None = None) -> list[R]:
+    """Every item's result, in input order (see :func:`run_fleet`: its pool, its on_done, its store).
+    A finished future leaves ``futures`` at once: it would hold its whole result to the end."""
     results: list[R | None] = [None] * len(items)
     futures: dict[concurrent.futures.Future[R], int] = {}
     try:
         futures.update((pool.submit(guarded, item), i) for i, item in enumerate(items))
         for future in concurrent.futures.as_completed(futures):
-            index = futures[future]
+            index = futures.pop(future)
             result = future.result()  # guarded() never raises
             results[index] = result
             if on_done is not None:
                 on_done(index, items[index], result)
+            if store is not None:
+                results[index] = store(index, result)
+            del future, result
     except BaseException as exc:
         if isinstance(exc, KeyboardInterrupt):
             _keep_finished(futures, results)  # before the cancel cuts the others short

@@ -21,6 +21,7 @@ from introspect.errors import (
     UsageError,
 )
 from introspect.transport.hostkeys import entry_name
+from introspect.transport.ssh_dial import StartupsRefused, refusal_fix
 
 _FLAGS = re.MULTILINE | re.IGNORECASE
 
@@ -123,6 +124,15 @@ def _network(text: str, _raw: str, ctx: SSHContext) -> IntrospectError | None:
             f"no SSH banner from {ctx.where} within {ctx.connect_timeout:g} s",
             hint="# the port may not be sshd, or sshd is refusing new connections (MaxStartups); "
                  "retry with fewer parallel hosts", host=ctx.label, stage="banner")
+    found = re.search(r"^kex_exchange_identification: (Connection closed by remote host|read: Connection reset by "
+                      r"peer)\s*$", text, _FLAGS)
+    if found and not re.search(r"open failed|stdio forwarding failed", text, _FLAGS):
+        # sshd closed before its banner: past MaxStartups it writes one line and closes (sshd.c
+        # drop_connection(), https://github.com/openssh/openssh-portable/blob/0ef0f5a839831c213f24e3f2ae434765c607fb50/sshd.c#L588-L638),
+        # which OpenSSH 9 reports so (kex.c kex_exchange_identification()). Worth a paced retry (ssh_dial.py).
+        return StartupsRefused(f"{ctx.where} closed the connection before its SSH banner ({found.group(0).strip()}): "
+                               "sshd's MaxStartups or PerSourcePenalties, or an access rule",
+                               hint=refusal_fix(ctx.hostname, ctx.port, ctx.user), host=ctx.label, stage="banner")
     found = re.search(r"^.*(kex_exchange_identification|ssh_exchange_identification|"
                       r"Connection closed by \S+ port \d+|Connection reset by \S+ port \d+|"
                       r"banner exchange).*$", text, _FLAGS)

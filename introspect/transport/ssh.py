@@ -34,6 +34,14 @@ from introspect.transport.hostkeys import KnownHosts
 from introspect.transport.paramiko_lib import paramiko
 from introspect.transport.settings import DEFAULT_CONNECT_TIMEOUT, ConnectionSettings, checked_identity
 from introspect.transport.ssh_config import Hop, Resolver, load_config
+from introspect.transport.ssh_dial import (
+    HANDSHAKES,
+    await_banner,
+    dial,
+    negotiation_error,
+    no_delay,
+    refusal_fix,
+)
 
 
 @dataclass(frozen=True)
@@ -84,7 +92,7 @@ class SSHProcess(RemoteProcess):
                                      host=self._label, stage="probe")
             if time.monotonic() > deadline:
                 return None
-            time.sleep(0.02)
+            self._channel.status_event.wait(0.25)  # set by the exit status or the close: no 50 Hz poll per channel
         status = self._channel.recv_exit_status()
         if status == -1:
             # paramiko's "closed without an exit status": the session or the whole
@@ -116,6 +124,9 @@ class SSHExecutor(Executor):
         self._hops: list[paramiko.SSHClient] = []  # the ProxyJump hops' connections, the first one first
         self._open_lock = threading.Lock()
         self._opened = 0
+        self._dialing: socket.socket | None = None  # a direct hop's socket while its banner is awaited
+        self._ahead: socket.socket | IntrospectError | None = None  # what dial_ahead found, for connect()
+        self._tried = False  # connect() was called
 
     @classmethod
     def from_settings(cls, settings: ConnectionSettings) -> SSHExecutor:
@@ -152,6 +163,7 @@ class SSHExecutor(Executor):
             if self._conn is not None and _active(self._conn):
                 return
             refuse_new_work(self.label)
+            self._tried = True  # from now on a dial ahead would be a second, unused connection
             self._close_clients()
             opened: list[paramiko.SSHClient] = []
             try:
@@ -209,31 +221,78 @@ class SSHExecutor(Executor):
             "banner_timeout": self.ssh.banner_timeout, "auth_timeout": self.ssh.auth_timeout,
             "channel_timeout": hop.connect_timeout + 5,
         }
-        if sock is not None:
-            kwargs["sock"] = sock
+        if sock is None:
+            # A direct hop: our own TCP connect and first-line read (ssh_dial.py says why), maybe
+            # done already by dial_ahead.
+            sock = self._dialed_ahead() or self._dial(hop)
+            kwargs["timeout"] = max(hop.connect_timeout, self.ssh.banner_timeout)  # paramiko's kex deadline now
+        kwargs["sock"] = sock
         if hop.key_files:
             kwargs["key_filename"] = list(hop.key_files)
         if hop.explicit and self.ssh.passphrase_env and os.environ.get(self.ssh.passphrase_env):
             # hosts.yaml names the variable; the secret itself never lives in a file we read.
             kwargs["passphrase"] = remember(os.environ[self.ssh.passphrase_env])  # masked in every output
         try:
-            client.connect(**kwargs)  # type: ignore[arg-type]
+            with HANDSHAKES.slot(self.label):
+                client.connect(**kwargs)  # type: ignore[arg-type]
         except BaseException as exc:
+            transport = client.get_transport()
+            banner_seen = transport is not None and bool(transport.remote_version)
             client.close()
             if isinstance(exc, IntrospectError) or not isinstance(exc, Exception):
                 raise
-            error = self._connect_error(hop, exc)
+            error = self._connect_error(hop, exc, banner_seen)
             if error is None:
                 raise
             raise error from None
         transport = client.get_transport()
         if transport is not None:
             transport.set_keepalive(self.ssh.keepalive)
-            _no_delay(transport.sock)
+            no_delay(transport.sock)
         return client
 
-    def _connect_error(self, hop: Hop, exc: Exception) -> IntrospectError | None:
-        """A failed ``SSHClient.connect`` in introspect's words; None: not one we know."""
+    def dial_ahead(self) -> None:
+        """Dial a one-hop target now, before connect() (a fleet's look-ahead: client/fleet_ahead.py)."""
+        with self._open_lock:
+            if self._tried or self._ahead is not None:
+                return
+            try:
+                chain = self._resolve().chain()
+                if len(chain) == 1 and not chain[0].proxy_command:
+                    self._ahead = self._dial(chain[0])
+            except IntrospectError as exc:
+                self._ahead = exc
+
+    def _dialed_ahead(self) -> socket.socket | None:
+        ahead, self._ahead = self._ahead, None
+        if isinstance(ahead, IntrospectError):
+            raise ahead
+        return ahead
+
+    def _dial(self, hop: Hop) -> socket.socket:
+        """A TCP connection to ``hop`` whose next line is the SSH version (ssh_dial.await_banner); a
+        close from another thread (the fleet's cancel) ends the wait for it."""
+        try:
+            sock = dial(hop.host, hop.port, hop.connect_timeout)
+        except (OSError, paramiko.SSHException) as exc:
+            error = self._connect_error(hop, exc)
+            if error is None:
+                raise
+            raise error from None
+        self._dialing = sock
+        try:
+            await_banner(sock, self.ssh.banner_timeout, where=hop.where, label=self.label,
+                         fix=refusal_fix(hop.host, hop.port, hop.user))
+        except BaseException:
+            sock.close()
+            raise
+        finally:
+            self._dialing = None
+        return sock
+
+    def _connect_error(self, hop: Hop, exc: Exception, banner_seen: bool = True) -> IntrospectError | None:
+        """A failed ``SSHClient.connect`` in introspect's words; None: not one we know. ``banner_seen``:
+        whether the server's version line had come (paramiko's transport knows)."""
         where = hop.where
         if isinstance(exc, paramiko.BadHostKeyException):
             return self.known_hosts.changed_error(
@@ -244,7 +303,7 @@ class SSHExecutor(Executor):
                 hint="# load the right key into ssh-agent, pass --identity FILE, or check --user",
                 host=self.label, stage="auth")
         if isinstance(exc, paramiko.SSHException):
-            return self._negotiation_error(hop, str(exc))
+            return self._negotiation_error(hop, exc, banner_seen)
         if isinstance(exc, (paramiko.ssh_exception.NoValidConnectionsError, ConnectionRefusedError)):
             return HostUnreachable(f"connection refused by {where}",
                                    hint="# check that sshd runs there and listens on that port",
@@ -269,21 +328,10 @@ class SSHExecutor(Executor):
                                    host=self.label, stage="handshake")
         return None
 
-    def _negotiation_error(self, hop: Hop, text: str) -> IntrospectError:
-        """paramiko's SSHException, by what its words say went wrong."""
-        if "no authentication methods available" in text.lower():
-            # paramiko's words when it had no key and no agent to offer at all.
-            return AuthenticationFailed(
-                f"no usable SSH key for user {hop.user!r} at {hop.where}: tried {self._keys_tried(hop)}",
-                hint="# pass --identity FILE, load a key with `ssh-add`, or create one with `ssh-keygen`",
-                host=self.label, stage="auth")
-        if "banner" in text.lower():
-            return HostUnreachable(
-                f"no SSH banner from {hop.where} within {self.ssh.banner_timeout:g} s ({text})",
-                hint="# the port may not be sshd, or sshd is refusing new connections (MaxStartups); "
-                     "retry with fewer parallel hosts", host=self.label, stage="banner")
-        return HostUnreachable(f"SSH negotiation with {hop.where} failed: {text}",
-                               hint="# check the server's sshd logs", host=self.label, stage="handshake")
+    def _negotiation_error(self, hop: Hop, exc: Exception, banner_seen: bool) -> IntrospectError:
+        """paramiko's SSHException, by what its words say went wrong (ssh_dial.negotiation_error)."""
+        return negotiation_error(exc, hop, label=self.label, banner_seen=banner_seen,
+                                 banner_timeout=self.ssh.banner_timeout, keys_tried=lambda: self._keys_tried(hop))
 
     def _keys_tried(self, hop: Hop) -> str:
         """What authentication had to offer, in words (files and counts, never key material)."""
@@ -305,6 +353,10 @@ class SSHExecutor(Executor):
 
     def close(self) -> None:
         super().close()
+        for sock in (self._dialing, self._ahead):
+            if isinstance(sock, socket.socket):
+                sock.close()  # ends await_banner's wait (another thread's close: the fleet's cancel)
+        self._ahead = None
         self._close_clients()
 
     # -- processes --------------------------------------------------------------
@@ -339,17 +391,6 @@ def _close_all(clients: list[paramiko.SSHClient]) -> None:
             client.close()
         except Exception:  # noqa: BLE001 - best effort at shutdown
             pass
-
-
-def _no_delay(sock: object) -> None:
-    """Send small packets at once. paramiko leaves Nagle's algorithm on, so a channel-open or
-    exec request written while the previous packet is unacknowledged waits for the peer's
-    delayed ACK: 40 ms per request on Linux, measured on every channel of a loopback probe."""
-    if isinstance(sock, socket.socket) and sock.family in (socket.AF_INET, socket.AF_INET6):
-        try:
-            sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        except OSError:
-            pass  # a socket that refuses the option only costs the delay
 
 
 def _entry(host: str, port: int) -> str:

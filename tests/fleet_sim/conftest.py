@@ -8,6 +8,7 @@ small fleet on 127.1.x addresses (ephemeral ports) and talks to it with the prod
 from __future__ import annotations
 
 import contextlib
+import os
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -26,6 +27,9 @@ from scripts.fleet_sim.spec import FleetSpec
 
 @pytest.fixture(scope="session")
 def recordings(tmp_path_factory: pytest.TempPathFactory) -> Recordings:
+    reuse = os.environ.get("INTROSPECT_FLEET_SIM_RECORDINGS")
+    if reuse:  # a recordings file made before (a faster rerun while developing; the test run records anew)
+        return Recordings.load(Path(reuse))
     path = tmp_path_factory.mktemp("fleet-sim-recordings") / "recordings.json"
     record(path, light=True)  # the model dir holds config.json only: the recording, not the probe, is tested
     return Recordings.load(path)

@@ -27,6 +27,7 @@ from introspect.errors import (
 )
 from introspect.transport.openssh import OpenSSHExecutor, check_options
 from introspect.transport.openssh_errors import SSHContext, classify
+from introspect.transport.ssh_dial import StartupsRefused
 from tests.sshd_server import ClientKeys, SSHServer, free_port, start_sshd, trust
 
 pytestmark = pytest.mark.ssh
@@ -286,8 +287,11 @@ CTX = SSHContext("gpu1", "10.1.2.3", 22, "root", 5.0, "/home/u/.ssh/known_hosts"
      "TCP connect to 10.1.2.3:22 timed out after 5 s"),
     ("ssh: connect to host 10.1.2.3 port 22: No route to host", HostUnreachable,
      "cannot connect to 10.1.2.3:22: No route to host"),
+    # sshd past MaxStartups (sshd.c drop_connection(), https://github.com/openssh/openssh-portable/blob/
+    # 0ef0f5a839831c213f24e3f2ae434765c607fb50/sshd.c#L588-L638): a refusal the fleet runner retries.
     ("kex_exchange_identification: read: Connection reset by peer\r\nConnection reset by 10.1.2.3 port 22",
-     HostUnreachable, "10.1.2.3:22 closed the connection during the handshake"),
+     StartupsRefused, "10.1.2.3:22 closed the connection before its SSH banner"),
+    ("kex_exchange_identification: Connection closed by remote host", StartupsRefused, "MaxStartups"),
     ("channel 0: open failed: connect failed: Connection refused\nstdio forwarding failed\n"
      "kex_exchange_identification: Connection closed by remote host", HostUnreachable, "handshake"),
     ("root@10.1.2.3: Permission denied (publickey,gssapi-with-mic).", AuthenticationFailed,
