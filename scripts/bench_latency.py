@@ -121,6 +121,26 @@ def controller_rows(bench: Bench, series: list[Series], sizes: tuple[int, ...]) 
     bench.rows.append(Row("2b. controller start-up, `health --json` (CPU at 1 host less one host's share)",
                           f"{start_up:.3f} CPU-s (alone, CPU-s: {parts})", "≤ 0.15 CPU-s", start_up <= 0.15,
                           f"the imports alone (measured beside it): {parts}"))
+    shipped_row(bench)
+
+
+def shipped_row(bench: Bench) -> None:
+    """2c: the bytes one health task sends into the remote interpreter (its stdin: the envelope with
+    the task's modules), as the benchmark's health run builds it for its venv."""
+    from bench import Row
+
+    from introspect.checks.health import probe_request
+    from introspect.inventory import VenvEntry
+    from introspect.transport import shipping
+
+    venv = VenvEntry(path=str(bench.venv), requires=("transformers", "tiktoken", "tokenizers"))
+    names = shipping.task_modules("health")
+    payload = shipping.envelope("health", probe_request(venv), timeout=60.0)
+    raw = sum(len(shipping.remote_sources()[n]) for n in names)
+    bench.rows.append(Row("2c. shipped into the remote interpreter per `health` task (its stdin)",
+                          f"{len(payload) / 1000:.1f} kB ({len(names)} modules; their sources before stripping "
+                          f"{raw / 1000:.1f} kB)", "≤ 60 kB", len(payload) <= 60_000,
+                          "the task's modules as shipped: docstrings, comments and signature annotations cut"))
 
 
 # What the start-up cannot go below: the interpreter, and the SSH stack the default transport needs.

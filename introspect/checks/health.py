@@ -16,12 +16,15 @@ from __future__ import annotations
 import re
 import shlex
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from introspect.checks.packages import check_dependency_conflicts, check_package, install_command, python_of
 from introspect.checks.result import CheckResult, Status, exit_code
 from introspect.inventory import HostEntry, VenvEntry
-from introspect.remote.contract import HealthRequest, distribution_for
+from introspect.remote.contract import distribution_for
+
+if TYPE_CHECKING:  # a shape: contract imports the TypedDict modules on their first use only
+    from introspect.remote.contract import HealthRequest
 
 GIB = 2**30
 DEFAULT_IMPORT_TIMEOUT = 60.0  # seconds for each listed import, inside the health probe
@@ -126,7 +129,7 @@ def check_tokenizer(venv: VenvEntry, model: str, result: Mapping[str, Any] | Non
     AutoTokenizer, and ``preflight`` judges the same.
     """
     # Imported here: `health` loads the analysis package only once a reply is there.
-    from introspect.analysis.tokenizer.tokenizer_autotokenizer import (
+    from introspect.analysis.tokenizer.autotokenizer_verdict import (
         autotokenizer_error,
         autotokenizer_loaded,
         stand_in_fix,

@@ -27,8 +27,9 @@ def tokenizer_verdicts(tokenizer_results: Mapping[str, Mapping[str, Any]]) -> di
     A model whose probe did not report is left out (unknown, not failed), so the next run
     neither calls it failing nor recovered.
     """
-    # Imported here: `health` loads the analysis package only once a reply is there.
-    from introspect.analysis.tokenizer.tokenizer_autotokenizer import autotokenizer_loaded
+    # Imported here: `health` loads the analysis package only once a reply is there (this module
+    # imports no pydantic model: see its docstring).
+    from introspect.analysis.tokenizer.autotokenizer_verdict import autotokenizer_loaded
 
     verdicts = {model: autotokenizer_loaded(result) for model, result in tokenizer_results.items()}
     return {model: ok for model, ok in verdicts.items() if ok is not None}

@@ -49,7 +49,7 @@ from introspect.client.health import (
     HostReport,
     all_results,
 )
-from introspect.client.health_document import run_document
+from introspect.client.health_document import run_json
 from introspect.client.health_stop import HealthInterrupted, check_or_stop
 from introspect.errors import EXIT_UNREACHABLE, UsageError
 from introspect.interrupts import describe
@@ -163,8 +163,7 @@ def health(parallel: int | None, as_json: bool, prom: str | None, db: str | None
     error = _stopped_notice(stopped) if stopped is not None else None
     code = stopped.exit_code if stopped is not None else code
     if as_json:
-        document = run_document(run.reports, run.run_id, run.started, run.finished, code, run.fleet,
-                                store.summary()).to_dict()
+        document = run_json(run.reports, run.run_id, run.started, run.finished, code, run.fleet, store.summary())
         echo_json(with_error(document, (error,), code) if error is not None else document)
     elif not session().quiet:
         _print_summary(run.reports, run.run_id, store.path, run.finished - run.started, run.fleet)

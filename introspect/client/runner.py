@@ -17,13 +17,21 @@ from __future__ import annotations
 import concurrent.futures
 from collections.abc import Hashable, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING
 
 from introspect.errors import IntrospectError
 from introspect.interrupts import Terminated, signum_of
 from introspect.redact import scrub_fields
-from introspect.remote.contract import DEFAULT_FILES_TIMEOUT, ErrorRecord, TargetBlock, TaskRequest
+from introspect.remote.contract import (
+    DEFAULT_FILES_TIMEOUT,
+    ErrorRecord,
+    JSONObject,
+    TargetBlock,
+)
 from introspect.transport.base import BatchItem, Executor, ProbeReply
+
+if TYPE_CHECKING:  # a shape: contract imports the TypedDict modules on their first use only
+    from introspect.remote.contract import TaskRequest
 
 
 @dataclass(frozen=True)
@@ -48,7 +56,8 @@ class ChannelResult:
     error: Exception | None = None  # why there is no reply (an IntrospectError, or a bug)
 
     @property
-    def facts(self) -> dict[str, Any] | None:
+    def facts(self) -> JSONObject | None:
+        """The task's facts as the host sent them (its task's reply shape), when they are an object."""
         facts = self.reply.facts if self.reply is not None else None
         return facts if isinstance(facts, dict) else None
 

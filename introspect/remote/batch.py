@@ -26,12 +26,15 @@ import os
 import subprocess
 import sys
 import threading
-from typing import Any, Callable, Dict, List, cast
+from typing import TYPE_CHECKING, Any, Callable, Dict, List, cast
 
-from .contract import Envelope, Reply, error_record
+from .contract import error_record
 
-RunTask = Callable[[str, Dict[str, Any]], Reply]
-Frame = Callable[[Any, List[Any]], Reply]
+if TYPE_CHECKING:  # annotations only: the shapes are imported on the host only by tasks that need them
+    from .contract import Envelope, Reply
+
+RunTask = Callable[[str, Dict[str, Any]], "Reply"]
+Frame = Callable[[Any, List[Any]], "Reply"]
 # How long past its own timeout an isolated child may take to clean up and answer.
 CHILD_GRACE_S = 30.0
 
@@ -130,7 +133,7 @@ def _isolated(envelope: Envelope, boot: str, item: Dict[str, Any], children: _Ch
         pass
     reply = parse_frame(child.output("out"))
     if reply is not None:
-        return cast(Reply, reply)
+        return cast("Reply", reply)
     tail = child.output("err").decode("utf-8", "replace").strip().splitlines()[-1:]
     return frame(None, [error_record("no-reply", "%s probe's interpreter exited with status %s without a reply%s"
                                      % (task, proc.returncode, ": " + tail[0] if tail else ""), probe=task)])

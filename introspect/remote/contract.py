@@ -5,13 +5,14 @@ side, which ships it with the other remote modules. It therefore stays standard
 library only and Python 3.8 compatible (``typing`` spellings, no ``|`` unions at
 run time). Defaults live here and nowhere else. The shapes of every task's
 request and reply are in :mod:`introspect.remote.wire`, those of the raw-facts
-sections in :mod:`introspect.remote.sections`; both are re-exported here.
+sections in :mod:`introspect.remote.sections`; both are re-exported here, imported
+on first use (see ``__getattr__`` below).
 """
 
 from __future__ import annotations
 
 import posixpath
-from typing import Any, Dict, List, Optional, TypedDict, cast
+from typing import TYPE_CHECKING, Any, Dict, List, Optional, TypedDict, cast
 
 PROTOCOL = 1
 BEGIN = b"\n<<<INTROSPECT:BEGIN>>>\n"
@@ -174,40 +175,31 @@ class TargetBlock(TypedDict, total=False):
     model_path: str
 
 
-# The shapes, re-exported so that both sides name them from one place (a new shape is
-# added to its module's __all__ only).
-from . import sections as _sections  # noqa: E402
-from . import wire as _wire  # noqa: E402
-from . import wire_preflight as _wire_preflight  # noqa: E402
-from .sections import *  # noqa: E402,F403
-from .sections import TokenizerProbe  # noqa: E402
-from .wire import *  # noqa: E402,F403
-from .wire import ModelSections, PythonFacts  # noqa: E402
-from .wire_preflight import *  # noqa: E402,F403
+# The shapes (the TypedDicts of sections.py, wire.py and wire_preflight.py), re-exported so that
+# both sides name them from one place, are imported on their first use (PEP 562 module
+# __getattr__, https://peps.python.org/pep-0562/), not with this module: a task that names none of
+# them at run time (health) runs without them, and transport/shipping.py does not ship them to it
+# (it reads which names each module takes from here). A new shape is added to its module's
+# __all__ only.
+SHAPE_MODULES = ("sections", "wire", "wire_preflight")
+
+if TYPE_CHECKING:
+    from .sections import *  # noqa: F403
+    from .wire import *  # noqa: F403
+    from .wire_preflight import *  # noqa: F403
 
 
-class RawFacts(ModelSections, total=False):
-    """``introspect.raw/v1``: what ``probe --save-raw`` writes and ``introspect profile`` reads.
+def __getattr__(name: str) -> Any:
+    if name.startswith("__"):  # the import system's own probes (__path__ on every `from contract import`)
+        raise AttributeError("module %r has no attribute %r" % (__name__, name))
+    from . import sections, wire, wire_preflight
 
-    Sections are filled by the remote tasks (those of :class:`ModelSections` by the model
-    task, ``tokenizer_probe`` by the isolated tokenizer task); the rest by the controller.
-    """
-
-    schema: str
-    target: TargetBlock
-    errors: List[ErrorRecord]
-    fatal: Optional[Dict[str, Any]]
-    options: Dict[str, Any]
-    python: PythonFacts  # the interpreter that answered
-    tokenizer_probe: Optional[TokenizerProbe]
-    timings: Dict[str, Any]
-    resources: Dict[str, Any]  # per isolated task, from its supervisor: {"peak_rss": bytes, "limits": {...}}
-    cache: Optional[Dict[str, Any]]
-    resolved: Optional[Dict[str, Any]]
-    # The isolated model-code task's reply (remote/tasks/model_code.py): built, params, layers, config,
-    # config_dict (the config class's to_dict()), error.
-    model_code_probe: Optional[Dict[str, Any]]
-    settings: Optional[Dict[str, Any]]  # which inventory and remote-code policy a live run used (userconfig.py)
+    for shapes in (sections, wire, wire_preflight):
+        if name in shapes.__all__:
+            value = getattr(shapes, name)
+            globals()[name] = value  # looked up here once
+            return value
+    raise AttributeError("module %r has no attribute %r" % (__name__, name))
 
 
 __all__ = [
@@ -217,8 +209,5 @@ __all__ = [
     "DEFAULT_DISCOVER_MAX_MODELS", "DEFAULT_ENDPOINT_TIMEOUT", "DEFAULT_DECODE_BUDGET",
     "DEFAULT_PIPELINE_PACKAGES", "DEFAULT_IMPORT_TIMEOUT", "MODEL_SECTIONS", "WRAPPER_TEXT_CONFIG_KEYS", "MODULE_DISTRIBUTIONS",
     "DISTRIBUTION_MODULES", "DISTRIBUTION_SPELLING", "distribution_for", "spelled", "module_for", "as_dict",
-    "as_list", "JSONObject", "venv_python", "interpreter", "ErrorRecord", "error_record", "tag", "TargetBlock", "RawFacts",
+    "as_list", "JSONObject", "venv_python", "interpreter", "ErrorRecord", "error_record", "tag", "TargetBlock", "SHAPE_MODULES",
 ]
-__all__ += _sections.__all__
-__all__ += _wire.__all__
-__all__ += _wire_preflight.__all__

@@ -20,9 +20,12 @@ import sys
 import threading
 import time
 import traceback
-from typing import IO, Any, Callable, Dict, List
+from typing import IO, TYPE_CHECKING, Any, Callable, Dict, List
 
-from .contract import BEGIN, END, PROTOCOL, Envelope, ErrorRecord, Reply, error_record
+from .contract import BEGIN, END, PROTOCOL, ErrorRecord, error_record
+
+if TYPE_CHECKING:  # annotations only: the shapes are not imported on the host unless a task needs them
+    from .contract import Envelope, Reply
 
 # task name -> (module, function); the function takes the request dict and returns
 # the task's reply (which may include an "errors" list of error records).
@@ -89,7 +92,8 @@ def _write_frame(out: "IO[bytes]", reply: Reply) -> None:
 
 def frame(facts: Any, errors: List[Any]) -> Reply:
     """The reply around a task's facts (``seconds``, ``python`` ... are added by the caller)."""
-    return Reply(protocol=PROTOCOL, pid=os.getpid(), facts=facts, errors=errors)
+    reply: Reply = {"protocol": PROTOCOL, "pid": os.getpid(), "facts": facts, "errors": errors}
+    return reply
 
 
 def watch_stdin(on_eof: Callable[[], None]) -> None:

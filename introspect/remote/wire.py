@@ -33,10 +33,11 @@ __all__ = [
     "BatchEntry",
     "PythonFacts",
     "SupervisorFacts",
+    "RawFacts",
 ]
 
 if TYPE_CHECKING:  # names only: contract imports this module at run time
-    from .contract import ErrorRecord
+    from .contract import ErrorRecord, TargetBlock
     from .sections import (
         Drafter,
         EnvironmentFacts,
@@ -45,6 +46,7 @@ if TYPE_CHECKING:  # names only: contract imports this module at run time
         HashesFacts,
         SafetensorsFacts,
         TokenizerFilesFacts,
+        TokenizerProbe,
     )
     from .wire_preflight import (
         ConfigIds,
@@ -301,3 +303,27 @@ class EchoReply(TypedDict):
     pad: str
     pid: int
     pgid: int
+
+
+class RawFacts(ModelSections, total=False):
+    """``introspect.raw/v1``: what ``probe --save-raw`` writes and ``introspect profile`` reads.
+
+    Sections are filled by the remote tasks (those of :class:`ModelSections` by the model
+    task, ``tokenizer_probe`` by the isolated tokenizer task); the rest by the controller.
+    """
+
+    schema: str
+    target: TargetBlock
+    errors: List[ErrorRecord]
+    fatal: Optional[Dict[str, Any]]
+    options: Dict[str, Any]
+    python: PythonFacts  # the interpreter that answered
+    tokenizer_probe: Optional[TokenizerProbe]
+    timings: Dict[str, Any]
+    resources: Dict[str, Any]  # per isolated task, from its supervisor: {"peak_rss": bytes, "limits": {...}}
+    cache: Optional[Dict[str, Any]]
+    resolved: Optional[Dict[str, Any]]
+    # The isolated model-code task's reply (remote/tasks/model_code.py): built, params, layers, config,
+    # config_dict (the config class's to_dict()), error.
+    model_code_probe: Optional[Dict[str, Any]]
+    settings: Optional[Dict[str, Any]]  # which inventory and remote-code policy a live run used (userconfig.py)

@@ -13,10 +13,14 @@ from deep inside the controller.
 from __future__ import annotations
 
 import json
-from typing import Any, cast
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any, cast
 
 from introspect.errors import ProtocolError
-from introspect.remote.contract import BEGIN, END, PROTOCOL, Reply
+from introspect.remote.contract import BEGIN, END, PROTOCOL
+
+if TYPE_CHECKING:  # a shape: contract imports the TypedDict modules on their first use only
+    from introspect.remote.contract import Reply
 
 # Rerunning changes nothing when the host's own start-up files print over the reply: the fix
 # names where to look (a comment, so that the ``fix:`` line stays paste-safe).
@@ -79,7 +83,8 @@ def reply_problem(reply: Any) -> str | None:
     return _python_problem(reply.get("python")) or _fatal_problem(reply.get("fatal"))
 
 
-def _python_problem(python: dict[str, Any] | None) -> str | None:
+def _python_problem(python: Mapping[str, object] | None) -> str | None:
+    """The reply's ``python`` member, untrusted JSON: a version of integers, an executable path."""
     if not python:
         return None
     version = python.get("version")
@@ -89,7 +94,7 @@ def _python_problem(python: dict[str, Any] | None) -> str | None:
     return _wrong("'python.executable'", python.get("executable"), _STR_OR_NONE)
 
 
-def _fatal_problem(fatal: dict[str, Any] | None) -> str | None:
+def _fatal_problem(fatal: Mapping[str, object] | None) -> str | None:
     if not fatal:
         return None
     return _wrong("'fatal.type'", fatal.get("type"), _STR_OR_NONE) or _wrong(
@@ -108,7 +113,7 @@ def decode(frame: bytes) -> Reply:
         raise ProtocolError(f"the probe's reply is not valid JSON: {exc}", hint=NOISE_HINT) from exc
     problem = reply_problem(reply)
     if problem is None:
-        return cast(Reply, reply)  # every member's type was checked just above
+        return cast("Reply", reply)  # every member's type was checked just above
     if problem.startswith("the remote probe speaks protocol"):
         raise ProtocolError(problem, hint="# use the same introspect version on both sides")
     raise ProtocolError(f"the probe's reply is damaged: {problem}", hint=NOISE_HINT)

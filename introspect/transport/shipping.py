@@ -6,7 +6,10 @@ carries the request *and* the source of the modules the task needs, with the
 list of names that are packages. What a task needs is read off the code: the
 runner, the task's module and, for an isolated task, the supervisor, and
 everything they import within ``introspect.remote`` (function-level imports
-included), found by scanning their import statements (:func:`task_modules`). BOOT installs an importer serving those sources from memory, checks
+included, ``if TYPE_CHECKING:`` blocks not), found by scanning their import statements
+(:func:`task_modules`); contract's TypedDict modules only for a task whose modules name one of
+its shapes (contract imports them on first use). Each source ships stripped of docstrings,
+comments and signature annotations (:mod:`introspect.transport.strip`). BOOT installs an importer serving those sources from memory, checks
 the Python version and hands over to ``introspect.remote.runner``. The request travels as
 data, so no path or option is ever pasted into a shell line.
 """
@@ -17,16 +20,19 @@ import functools
 import json
 import re
 import shlex
+from collections.abc import Iterable
 from importlib import resources
 from typing import TYPE_CHECKING
 
 from introspect import __version__
 from introspect.remote import runner  # noqa: F401  # callers read the frame markers here too
-from introspect.remote.contract import PROTOCOL, BatchEntry, Reply, TaskRequest
+from introspect.remote.contract import PROTOCOL
 from introspect.transport import frames
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # the shapes: contract imports their modules on first use only
     from importlib.abc import Traversable
+
+    from introspect.remote.contract import BatchEntry, Reply, TaskRequest
 
 REMOTE_PACKAGE = "introspect.remote"
 MIN_PYTHON = (3, 8)
@@ -114,6 +120,14 @@ BATCH = "introspect.remote.batch"
 _IMPORT = re.compile(r"^[ \t]*(?:from[ \t]+(\.*[\w.]*)[ \t]+import[ \t]+(\([^)]*\)|[^\n]*)|import[ \t]+([^\n]*))",
                      re.M)
 _COMMENT = re.compile(r"#[^\n]*")
+# An ``if TYPE_CHECKING:`` block (its header and every deeper-indented or blank line after it):
+# its imports never run, so they ship nothing.
+_TYPE_CHECKING = re.compile(r"^([ \t]*)if TYPE_CHECKING:[^\n]*\n(?:(?:\1[ \t]+[^\n]*)?\n)*", re.M)
+# A top-level definition: ``def f``, ``class C``, ``NAME =`` or ``NAME: T =``.
+_DEFINED = re.compile(r"^(?:(?:async[ \t]+)?def[ \t]+(\w+)|class[ \t]+(\w+)|(\w+)[ \t]*(?::[^\n=]*)?=(?!=))", re.M)
+CONTRACT = "introspect.remote.contract"
+# What contract re-exports on first use (its ``__getattr__``, SHAPE_MODULES there).
+SHAPES = frozenset(f"introspect.remote.{m}" for m in ("sections", "wire", "wire_preflight"))
 
 
 def _names(text: str) -> list[str]:
@@ -126,7 +140,7 @@ def _imports(name: str, sources: dict[str, str], packages: tuple[str, ...]) -> s
     """The shipped modules ``name`` imports anywhere in its code (relative or absolute)."""
     found: set[str] = set()
     base = name if name in packages else name.rpartition(".")[0]
-    for source, listed, plain in _IMPORT.findall(sources[name]):
+    for source, listed, plain in _IMPORT.findall(_TYPE_CHECKING.sub("", sources[name])):
         if plain:
             found.update(n for n in _names(plain) if n in sources)
             continue
@@ -138,10 +152,20 @@ def _imports(name: str, sources: dict[str, str], packages: tuple[str, ...]) -> s
             found.add(module)
         # ``from ..facts.model import drafters``: a name may be a sub-module.
         found.update(f"{module}.{n}" for n in _names(listed) if f"{module}.{n}" in sources)
+        if module == CONTRACT and not set(_names(listed)) <= _contract_names(sources[CONTRACT]):
+            found |= SHAPES & set(sources)  # a shape, loaded by contract's __getattr__
     if name == RUNNER:
         # Imported only for isolated tasks and batches (runner.main): added for those.
         found -= {SUPERVISOR, BATCH}
+    if name == CONTRACT:
+        found -= SHAPES  # its __getattr__ imports them for the modules that name a shape (above)
     return found
+
+
+@functools.cache
+def _contract_names(source: str) -> frozenset[str]:
+    """The names contract defines itself (what a module may import from it without the shapes)."""
+    return frozenset(n for groups in _DEFINED.findall(source) for n in groups if n)
 
 
 @functools.cache
@@ -199,18 +223,32 @@ def envelope(task: str, request: TaskRequest, *, isolate: bool = False,
 def _shipped(task: str, isolate: bool) -> bytes:
     """The ``sources`` and ``packages`` members of a task's envelope, encoded once per run (not per host)."""
     names = task_modules(task, isolate)
-    sources, packages = remote_sources(), set(remote_packages())
-    shipped = {"sources": {n: sources[n] for n in names}, "packages": [n for n in names if n in packages]}
+    packages = set(remote_packages())
+    shipped = {"sources": shipped_sources(names), "packages": [n for n in names if n in packages]}
     return b", " + json.dumps(shipped).encode("utf-8")[1:-1]
+
+
+def shipped_sources(names: Iterable[str]) -> dict[str, str]:
+    """The sources of ``names`` as they are shipped: docstrings, comments and signature
+    annotations cut out (transport/strip.py; the cuts are kept between runs, strip_cache.py)."""
+    return dict(_stripped(tuple(sorted(set(names)))))
+
+
+@functools.cache
+def _stripped(names: tuple[str, ...]) -> tuple[tuple[str, str], ...]:
+    """Once per run and set of modules (a fleet's batches share one), not once per host."""
+    from introspect.transport.strip_cache import stripped_sources
+
+    return tuple(stripped_sources(names, remote_sources()).items())
 
 
 def batch_envelope(items: list[BatchEntry]) -> bytes:
     """Several tasks for one interpreter in one session (see :mod:`introspect.remote.batch`):
     ``items`` are ``{key, task, request, isolate, timeout}``; the modules are the union of theirs."""
     names = sorted({n for item in items for n in task_modules(item["task"], bool(item.get("isolate")))} | {BATCH})
-    sources, packages = remote_sources(), set(remote_packages())
+    packages = set(remote_packages())
     body = {"protocol": PROTOCOL, "probe_version": __version__, "task": "batch", "batch": items,
-            "sources": {n: sources[n] for n in names}, "packages": [n for n in names if n in packages]}
+            "sources": shipped_sources(names), "packages": [n for n in names if n in packages]}
     return json.dumps(body).encode("utf-8") + b"\n"
 
 

@@ -94,12 +94,10 @@ def test_the_set_is_smaller_than_the_package_and_grows_with_isolation() -> None:
         plain, isolated = set(shipping.task_modules(task)), set(shipping.task_modules(task, True))
         assert {shipping.RUNNER, TASKS[task][0], "introspect", "introspect.remote"} <= plain < everything
         assert isolated == plain | supervision
+    # The runner alone names no shape of contract's at run time: the TypedDict modules stay home.
     assert set(shipping.task_modules("no-such-task")) == {"introspect", "introspect.remote", "introspect.remote.confine",
-                                                          "introspect.remote.contract", "introspect.remote.limits", "introspect.remote.readers",
-                                                          "introspect.remote.runner", "introspect.remote.sections",
-                                                          "introspect.remote.sections_added", "introspect.remote.sections_engines",
-                                                          "introspect.remote.wire",
-                                                          "introspect.remote.wire_preflight"}
+                                                          "introspect.remote.contract", "introspect.remote.limits",
+                                                          "introspect.remote.readers", "introspect.remote.runner"}
 
 
 def _ast_imports(name: str, sources: dict[str, str], packages: tuple[str, ...]) -> set[str]:
@@ -122,7 +120,23 @@ def _ast_imports(name: str, sources: dict[str, str], packages: tuple[str, ...]) 
             module = ".".join(p for p in (module, node.module or "") if p)
             found.update({module} & set(sources))
             found.update(f"{module}.{a.name}" for a in node.names if f"{module}.{a.name}" in sources)
+            if module == shipping.CONTRACT and {a.name for a in node.names} - _defined(sources[shipping.CONTRACT]):
+                found |= shipping.SHAPES  # a shape: contract's __getattr__ imports its module
+    if name == shipping.CONTRACT:
+        found -= shipping.SHAPES  # imported by __getattr__ only for a name that is a shape
     return found - ({shipping.SUPERVISOR, shipping.BATCH} if name == shipping.RUNNER else set())
+
+
+def _defined(source: str) -> set[str]:
+    """The names a module's top level defines (def, class, assignment), read off its AST."""
+    names: set[str] = set()
+    for node in ast.parse(source).body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            names.add(node.name)
+        elif isinstance(node, (ast.Assign, ast.AnnAssign)):
+            targets = node.targets if isinstance(node, ast.Assign) else [node.target]
+            names.update(t.id for t in targets if isinstance(t, ast.Name))
+    return names
 
 
 def test_the_import_scan_ships_what_the_ast_finds_for_every_task() -> None:

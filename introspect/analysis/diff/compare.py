@@ -21,7 +21,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any, Final, TypedDict
 
-from introspect.analysis.tokenizer.tokenizer_autotokenizer import autotokenizer_loaded
+from introspect.analysis.tokenizer.autotokenizer_verdict import autotokenizer_loaded
 from introspect.documents.compare import Column as ColumnDocument
 from introspect.documents.compare import CompareCounts, CompareDocument, Row
 from introspect.remote.contract import JSONObject, as_dict

@@ -48,15 +48,17 @@ from introspect.analysis.findings import Finding
 from introspect.analysis.list_caps import count
 from introspect.analysis.result import TargetSection
 from introspect.analysis.tokenizer.added_tokens import judge_added_tokens
+from introspect.analysis.tokenizer.autotokenizer_verdict import (
+    autotokenizer_loaded,
+    backing_files,
+    stand_in_reason,
+)
 from introspect.analysis.tokenizer.shapes import NAMED, FileFacts, NamedKey, Template, Token, shaped
 from introspect.analysis.tokenizer.tokenizer_agreement import disagreements, file_facts, native_load
 from introspect.analysis.tokenizer.tokenizer_autotokenizer import (
     autotokenizer_block,
-    autotokenizer_loaded,
-    backing_files,
     error_summary,
     native_block,
-    stand_in_reason,
     unreported_failure,
 )
 from introspect.analysis.tokenizer.tokenizer_caps import (

@@ -21,9 +21,9 @@ from typing import Any
 
 from introspect.analysis.findings import Finding, make
 from introspect.analysis.result import TargetSection
+from introspect.analysis.tokenizer.autotokenizer_verdict import autotokenizer_error
 from introspect.analysis.tokenizer.shapes import NAMED, FileFacts, Token
 from introspect.analysis.tokenizer.tokenizer_autotokenizer import (
-    autotokenizer_error,
     autotokenizer_fix,
     error_summary,
     native_block,

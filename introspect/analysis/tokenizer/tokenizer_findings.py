@@ -5,11 +5,11 @@ from __future__ import annotations
 
 from introspect.analysis.findings import Finding, Severity, pip_fix
 from introspect.analysis.result import TargetSection
+from introspect.analysis.tokenizer.autotokenizer_verdict import stand_in_fix
 from introspect.analysis.tokenizer.shapes import shaped
 from introspect.analysis.tokenizer.tokenizer_autotokenizer import (
     autotokenizer_fix,
     error_summary,
-    stand_in_fix,
 )
 from introspect.analysis.tokenizer.tokenizer_limits import (
     LIMIT_CAUSES,

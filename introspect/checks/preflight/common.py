@@ -100,7 +100,7 @@ def quote(ids: Iterable[Any]) -> str:
 
 def stand_in(evidence: PreflightReply) -> str | None:
     """Why the tokenizer AutoTokenizer loaded is a stand-in (the tokenizer check fails it), or None."""
-    from introspect.analysis.tokenizer.tokenizer_autotokenizer import stand_in_reason
+    from introspect.analysis.tokenizer.autotokenizer_verdict import stand_in_reason
 
     tok, _err = section(evidence.get("tokenizer"))
     if not tok or not tok.get("loaded"):

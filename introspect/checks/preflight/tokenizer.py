@@ -7,8 +7,8 @@ from typing import Any, TypedDict
 
 from introspect.analysis.list_caps import list_totals
 from introspect.analysis.tokenizer.added_tokens import AddedTokensVerdict, judge_added_tokens
+from introspect.analysis.tokenizer.autotokenizer_verdict import stand_in_fix
 from introspect.analysis.tokenizer.shapes import shaped
-from introspect.analysis.tokenizer.tokenizer_autotokenizer import stand_in_fix
 from introspect.checks.preflight.common import (
     SHOWN,
     Check,
