@@ -11,6 +11,7 @@ import yaml
 
 from tests.conftest import REPO, run_cli, ssh_flags
 from tests.fixtures.shards import write_kimi_k25_int4_checkpoint
+from tests.inprocess import run_main
 
 REALCONFIGS = sorted(p for p in (REPO / "tests/data/realconfigs").iterdir() if p.is_dir())
 
@@ -22,13 +23,14 @@ def _kinds(profile: dict) -> dict:
 # --no-model-code: what these tests assert (the config rules' verdicts, the safetensors headers)
 # is the same with the config-class witness on (checked on all the real configs), and the witness
 # costs ~2 CPU-s per probe; it runs on every real config in tests/witnesses/test_meta_models.py
-# and through the CLI in tests/witnesses/test_probe_witnesses.py.
+# and through the CLI in tests/witnesses/test_probe_witnesses.py. The CLI runs in this process
+# (tests/inprocess.py): its imports cost ten times the probe of one config.json.
 @pytest.mark.parametrize("folder", REALCONFIGS, ids=lambda p: p.name)
 def test_probe_json_on_real_configs(folder: Path, tmp_path):
     model = tmp_path / folder.name
     model.mkdir()
     shutil.copy(folder / "config.json", model / "config.json")
-    result = run_cli("probe", "--model", str(model), "--json", "--no-tokenizer", "--no-model-code")
+    result = run_main("probe", "--model", str(model), "--json", "--no-tokenizer", "--no-model-code")
     assert "Traceback" not in result.stderr
     profile = result.json()
     arch = profile["architecture"]

@@ -21,6 +21,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import REPO, SESSION_TMP, CLIResult, run_cli
+from tests.inprocess import run_main
 
 
 @dataclass
@@ -34,10 +35,18 @@ class Warm:
 
 
 def _probe(warm: Warm, *extra: str, cache: Path | None = None, env: dict[str, str] | None = None,
-           timeout: float = 60) -> CLIResult:
-    result = run_cli("probe", "--model", str(warm.model), "--venv", str(warm.venv), "--no-tokenizer",
-                     "--no-model-code", "--json", *extra, timeout=timeout,
-                     env={"INTROSPECT_CACHE_DIR": str(cache or warm.cache), **(env or {})})
+           timeout: float | None = None, fresh: bool = False) -> CLIResult:
+    """The probe through ``main()`` in this process (tests/inprocess.py: the CLI's imports are most
+    of a run's CPU here), or in a subprocess where the case needs one: a ``timeout`` (a read that
+    could hang), an ``env`` (a version shim), or ``fresh``: a first run with nothing memoized,
+    where the case asserts everything a run leaves in the cache dir, or the run's own PID."""
+    args = ["probe", "--model", str(warm.model), "--venv", str(warm.venv), "--no-tokenizer", "--no-model-code",
+            "--json", *extra]
+    if timeout is None and env is None and not fresh:
+        result = run_main(*args, env={"INTROSPECT_CACHE_DIR": str(cache or warm.cache)})
+    else:
+        result = run_cli(*args, timeout=timeout or 60, env={"INTROSPECT_CACHE_DIR": str(cache or warm.cache),
+                                                             **(env or {})})
     assert "Traceback" not in result.stderr, result.stderr
     return result
 
@@ -202,12 +211,12 @@ def test_modes_of_what_the_cache_creates(warm: Warm, tmp_path: Path) -> None:
     open_dir = tmp_path / "shared"
     open_dir.mkdir(mode=0o755)
     os.chmod(open_dir, 0o755)
-    assert _probe(warm, cache=open_dir).code == warm.code
+    assert _probe(warm, cache=open_dir, fresh=True).code == warm.code
     (entry,) = open_dir.glob("*.json")
     assert stat.S_IMODE(entry.stat().st_mode) == 0o600
     assert stat.S_IMODE(open_dir.stat().st_mode) == 0o755  # not ours: left as it was
     nested = tmp_path / "fresh" / "a" / "b"
-    assert _probe(warm, cache=nested).code == warm.code
+    assert _probe(warm, cache=nested, fresh=True).code == warm.code
     for directory in (tmp_path / "fresh", nested.parent, nested):
         assert stat.S_IMODE(directory.stat().st_mode) == 0o700, directory
     (entry,) = nested.glob("*.json")
@@ -230,7 +239,8 @@ def test_partial_files_of_gone_writers_are_evicted(warm: Warm) -> None:
     os.utime(stale, (time.time() - 3600, time.time() - 3600))
     info = run_cli("cache", "info", "--json", env={"INTROSPECT_CACHE_DIR": str(warm.cache)})
     assert info.json()["partial_files"] == 4 and info.json()["entries"] == 1
-    assert _probe(warm, "--refresh").code == warm.code  # a write evicts
+    # A write evicts; in a process of its own, as a real run is: ``live`` is this test's PID's.
+    assert _probe(warm, "--refresh", fresh=True).code == warm.code
     assert not dead.exists() and not old_format.exists() and not stale.exists()
     assert live.exists()
     cleared = run_cli("cache", "clear", env={"INTROSPECT_CACHE_DIR": str(warm.cache)})
@@ -256,7 +266,7 @@ def _tmpfs(where: Path, size: str) -> Iterator[Path]:
 
 def test_full_disk_cache_write_is_a_warning(warm: Warm, tmp_path: Path) -> None:
     with _tmpfs(tmp_path / "full", "8k") as full:  # two pages: the ~18 kB entry cannot fit
-        result = _probe(warm, cache=full)
+        result = _probe(warm, cache=full, fresh=True)
         assert result.code == warm.code
         assert result.json()["architecture"] == warm.profile["architecture"]
         assert f"warning: result cache not written to {full}: No space left on device" in result.stderr

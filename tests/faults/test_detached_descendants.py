@@ -15,6 +15,9 @@ from tests.faults.conftest import introspect_processes, pids_alive, tokenizer_mo
 from tests.fixtures.venvs import venv_python
 
 pytestmark = pytest.mark.ssh
+# The remote code here is the tokenizer's: the model-code witness (another interpreter that
+# imports transformers, ~1.4 CPU-s a probe) runs none of it and is not what these cases check.
+NO_WITNESS = ("--no-model-code",)
 
 # In the tokenizer's __init__: a double fork whose grandchild starts its own session
 # (out of reach of a process-group kill), writes its pid and the private temp dir it was
@@ -58,7 +61,8 @@ def _assert_nothing_left(pidfile: Path, tmpfile: Path, venv: Path) -> None:
 def test_detached_grandchild_is_killed(transport, sshd, client_keys, kimi_model, venv_full, tmp_path):
     model, pidfile, tmpfile = _model(kimi_model, tmp_path, "pass")
     flags = ssh_flags(sshd, client_keys) if transport == "ssh" else []
-    result = run_cli("probe", *flags, "--model", str(model), "--venv", str(venv_full), "--json", timeout=120)
+    result = run_cli("probe", *flags, "--model", str(model), "--venv", str(venv_full), "--json", *NO_WITNESS,
+                     timeout=120)
     assert "Traceback" not in result.stderr
     assert result.code in (0, 1), result.stderr[-2000:]
     assert result.json()["architecture"]["attention"]["type"] == "MLA"
@@ -68,7 +72,7 @@ def test_detached_grandchild_is_killed(transport, sshd, client_keys, kimi_model,
 def test_worker_that_kills_its_parent_is_a_tokenizer_failure(sshd, client_keys, kimi_model, venv_full, tmp_path):
     model, pidfile, tmpfile = _model(kimi_model, tmp_path, "os.kill(os.getppid(), 9)")
     result = run_cli("probe", *ssh_flags(sshd, client_keys), "--model", str(model), "--venv", str(venv_full),
-                     "--json", timeout=120)
+                     "--json", *NO_WITNESS, timeout=120)
     assert result.code == 1, result.stderr[-2000:]
     assert "Traceback" not in result.stderr
     profile = result.json()

@@ -19,6 +19,7 @@ from pathlib import Path
 import pytest
 
 from tests.conftest import assert_clean_error, run_cli, ssh_flags
+from tests.inprocess import run_main
 from tests.models import NEW_COMMIT, REPO_ID, add_revision, files_of
 
 DOCKER = '{"auths": {"registry.example": {"auth": "%s"}}}\n'
@@ -80,9 +81,12 @@ def _assert_nothing_leaks(result, secret: Path, marker: str, written: list[Path]
 
 
 def _probe(model: Path, venv: Path, tmp_path: Path, *extra: str):
+    """The probe through ``main()`` in this process (tests/inprocess.py): what it prints and writes
+    is what a subprocess would, without paying the CLI's imports (~1.5 CPU-s) in each case; the
+    loads still run in their own interpreters, under the probe's own timeouts."""
     out, raw, cache = tmp_path / "profile.json", tmp_path / "raw.json", tmp_path / "cache"
-    result = run_cli("probe", "--model", str(model), "--venv", str(venv), "--output", str(out),
-                     "--save-raw", str(raw), *extra, env={"INTROSPECT_CACHE_DIR": str(cache)}, timeout=180)
+    result = run_main("probe", "--model", str(model), "--venv", str(venv), "--output", str(out),
+                      "--save-raw", str(raw), *extra, env={"INTROSPECT_CACHE_DIR": str(cache)})
     written = _written(out, raw, cache)
     assert len(written) >= 3, "the profile, the raw facts and a cache entry were all written"
     return result, json.loads(out.read_text()), written

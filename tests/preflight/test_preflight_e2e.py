@@ -9,7 +9,8 @@ from typing import Any
 
 import pytest
 
-from tests.conftest import CLIResult, assert_clean_error, run_cli, ssh_flags
+from tests.conftest import CLIResult, assert_clean_error, ssh_flags
+from tests.inprocess import run_main
 from tests.preflight.fixtures import build_generation_marker_model, build_kimi_variant
 from tests.preflight.openai_server import OpenAIServer, start_openai_server
 from tests.sshd_server import free_port
@@ -28,7 +29,9 @@ def empty_cwd(tmp_path_factory: pytest.TempPathFactory) -> None:
 
 
 def cli(*args: str, env: dict[str, str] | None = None) -> CLIResult:
-    return run_cli(*args, env=env, cwd=_CWD[0])
+    """``introspect`` through ``main()`` in this process (tests/inprocess.py): the checks still run
+    in the host's interpreters over sshd; a subprocess would add the CLI's imports (~1.5 CPU-s)."""
+    return run_main(*args, env=env, cwd=_CWD[0])
 
 
 @pytest.fixture(scope="module")
