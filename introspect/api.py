@@ -25,7 +25,6 @@ sshd on 127.0.0.2 (``tests/api/test_api.py``).
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -70,13 +69,13 @@ class SSH:
 
 
 def _flags(host: str | None, ssh: SSH) -> ConnectionFlags:
-    """The CLI's connection flags for ``ssh`` (any field the CLI adds later gets its default)."""
+    """The CLI's connection flags for ``ssh``; the flags SSH does not name (``--hosts``, ``--banner-timeout``
+    ...) keep the CLI's defaults (tests/api/test_api_flags.py: every SSH field reaches its flag)."""
     from introspect.cli.connect import ConnectionFlags
 
-    given: dict[str, Any] = dataclasses.asdict(ssh) | {"host": host}
-    values: dict[str, Any] = {f.name: given.get(f.name, None if f.default is dataclasses.MISSING else f.default)
-                              for f in dataclasses.fields(ConnectionFlags)}
-    return ConnectionFlags(**values)
+    return ConnectionFlags(host=host, port=ssh.port, user=ssh.user, identity=ssh.identity, jump=ssh.jump,
+                           known_hosts=ssh.known_hosts, accept_new=ssh.accept_new, ssh_config=ssh.ssh_config,
+                           connect_timeout=ssh.connect_timeout, hosts_file=None, transport=ssh.transport)
 
 
 def _executor(host: str | None, ssh: SSH, inventory: Inventory | None,
@@ -190,7 +189,7 @@ def health(hosts_file: str | Path, *, only: Sequence[str] = (), tags: Sequence[s
     from introspect.cli.connect import known_hosts_for
     from introspect.cli.outcome import combined
     from introspect.client.fleet import FleetMonitor
-    from introspect.client.health import DEFAULT_STAGGER_S, HealthOptions, all_results, run_health
+    from introspect.client.health import HealthOptions, all_results, run_health
     from introspect.client.health_document import run_document
     from introspect.documents.health import HealthDocument
     from introspect.errors import EXIT_UNREACHABLE
@@ -209,7 +208,7 @@ def health(hosts_file: str | Path, *, only: Sequence[str] = (), tags: Sequence[s
 
     options = HealthOptions(probe_timeout=timeout or inventory.defaults.probe_timeout)
     workers = parallel or inventory.defaults.parallel
-    monitor, started = FleetMonitor(DEFAULT_STAGGER_S), time.time()
+    monitor, started = FleetMonitor(0.0), time.time()  # logins paced per sshd (client/fleet_pacing.py)
     reports = run_health(hosts, make, parallel=workers, options=options, monitor=monitor)
     code = combined([exit_code(all_results(reports)), *(EXIT_UNREACHABLE for r in reports if not r.reachable)])
     history: dict[str, object] = {"db": None, "recorded": False, "run_id": None, "warnings": []}  # the API records nothing

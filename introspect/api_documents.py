@@ -18,7 +18,12 @@ from introspect.documents.listing import ModelsDocument
 from introspect.documents.plan import PlanDocument
 from introspect.documents.profile import ProfileDocument
 from introspect.errors import UsageError
-from introspect.remote.contract import DEFAULT_FILES_TIMEOUT, DEFAULT_JSON_CAP, DEFAULT_TOKENIZER_TIMEOUT
+from introspect.remote.contract import (
+    DEFAULT_FILES_TIMEOUT,
+    DEFAULT_JSON_CAP,
+    DEFAULT_TOKENIZER_TIMEOUT,
+    JSONObject,
+)
 
 if TYPE_CHECKING:
     from introspect.api import SSH
@@ -26,8 +31,9 @@ if TYPE_CHECKING:
 ProfileInput = ProfileDocument | Mapping[str, Any] | str | Path
 
 
-def _profile_dict(profile: ProfileInput) -> dict[str, Any]:
-    """A profile given as a typed document, its JSON dict, or a saved file's path."""
+def _profile_dict(profile: ProfileInput) -> JSONObject:
+    """A profile given as a typed document, its JSON dict, or a saved file's path, as JSON (``diff`` compares
+    profiles of any version as read)."""
     if isinstance(profile, ProfileDocument):
         return profile.to_dict()
     if isinstance(profile, Mapping):
@@ -38,7 +44,8 @@ def _profile_dict(profile: ProfileInput) -> dict[str, Any]:
                          hint="introspect probe --model M --json --output PROFILE.json  # save one first")
 
 
-def _stamped(document: dict[str, Any], schema: str) -> dict[str, Any]:
+def _stamped(document: JSONObject, schema: str) -> JSONObject:
+    """A document's JSON with ``schema`` and ``introspect_version`` first, as the CLI prints it, to validate."""
     from introspect.cli.jsonout import stamped
 
     return stamped(document, schema)
@@ -50,7 +57,8 @@ def plan(profile: ProfileInput, *, gpus: int | None = None, gpu_mem: str | None 
     """Which TP / EP / PP layouts of ``profile``'s model fit ``gpus`` GPUs (``introspect plan --json``).
 
     ``gpu_mem`` is a size (``"141GB"``, ``"96GiB"``) or ``gpu`` a name (``"H200"``); without
-    either, the GPUs the profile probed. ``gpus_per_node`` spreads ``gpus`` over nodes.
+    either, the GPUs the profile probed. ``gpus_per_node`` spreads ``gpus`` over nodes. A profile that
+    does not fit ``introspect.profile/v1`` raises :class:`~introspect.errors.InputError` naming the key.
 
     >>> from introspect import plan
     >>> document = plan(PROFILE, gpus=8, gpu="H200", max_model_len=32768)
@@ -61,21 +69,22 @@ def plan(profile: ProfileInput, *, gpus: int | None = None, gpu_mem: str | None 
     """
     from introspect.analysis.serving.plan_context import ContextOptions
     from introspect.analysis.serving.section import replan
+    from introspect.cli.cmd_plan import profile_document
     from introspect.cli.gpu_mem import gpu_by_name, parse_gpu_mem
-    from introspect.remote.contract import as_dict
 
-    data = _profile_dict(profile)
-    probed = as_dict(as_dict(data.get("plan")).get("gpus"))
+    document = profile if isinstance(profile, ProfileDocument) else profile_document(_profile_dict(profile))
+    probed = document.plan.gpus
     if gpu and gpu_mem:
         raise UsageError("gpu= and gpu_mem= both give the GPU's memory", hint="# pass one of them")
     name, memory = gpu_by_name(gpu) if gpu else (None, parse_gpu_mem(gpu_mem) if gpu_mem else 0)
-    if (gpus is None or not memory) and not probed:
+    if (gpus is None or not memory) and probed is None:
         raise UsageError("the profile has no GPU facts", hint="# pass gpus= and gpu= (or gpu_mem=)")
-    budget = GpuBudget(count=gpus or int(probed.get("count") or 0),
-                       memory_bytes=memory or int(probed.get("memory_bytes") or 0),
-                       name=name if memory else probed.get("name"),
-                       source="flags" if gpus or memory else str(probed.get("source")), per_node=gpus_per_node)
-    section = replan(data, budget, mem_fraction, ContextOptions(max_model_len, kv_dtype, context_len))
+    budget = GpuBudget(count=gpus or (probed.count if probed else 0),
+                       memory_bytes=memory or (probed.memory_bytes if probed else 0),
+                       name=name if memory else (probed.name if probed else None),
+                       source="flags" if gpus or memory else str(probed.source if probed else None),
+                       per_node=gpus_per_node)
+    section = replan(document, budget, mem_fraction, ContextOptions(max_model_len, kv_dtype, context_len))
     return PlanDocument.model_validate(_stamped(section.to_dict(), PlanDocument.SCHEMA))
 
 
@@ -100,7 +109,7 @@ def diff(a: ProfileInput, b: ProfileInput, *, sections: Sequence[str] = (), ssh:
     return DiffDocument.model_validate(_stamped(result, DiffDocument.SCHEMA))
 
 
-def _side(side: ProfileInput) -> dict[str, Any] | None:
+def _side(side: ProfileInput) -> JSONObject | None:
     """The profile of one operand, or None when it names a live target."""
     if isinstance(side, (ProfileDocument, Mapping)) or Path(side).is_file():
         return _profile_dict(side)
@@ -108,7 +117,7 @@ def _side(side: ProfileInput) -> dict[str, Any] | None:
 
 
 def _live_profiles(sides: list[ProfileInput], ssh: SSH | None, venv: str | None, python: str | None,
-                   remote_code: bool, tokenizer: bool, hosts_file: str | Path | None) -> list[dict[str, Any]]:
+                   remote_code: bool, tokenizer: bool, hosts_file: str | Path | None) -> list[JSONObject]:
     """The live operands' profiles, in order, probed in parallel (one connection each)."""
     from introspect.api import SSH, _executor, _inventory
     from introspect.client.diff import LiveOptions, parse_side, profiles_for

@@ -28,9 +28,10 @@ import errno
 import functools
 import os
 import shlex
+from collections.abc import Mapping
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, TypedDict
 
 from introspect.errors import UsageError
 from introspect.userconfig_policy import (
@@ -53,6 +54,14 @@ CONFIG_KEYS = ("hosts", "inventory", "transport", "known_hosts", "parallel", "ve
 MAX_CONFIG_BYTES = 64 * 1024
 
 
+class ChosenJSON(TypedDict):
+    """A :class:`Chosen` as ``introspect env --json`` prints it (a setting's value is any YAML scalar)."""
+
+    value: object
+    source: str
+    where: str
+
+
 @dataclass(frozen=True)
 class Chosen:
     """A setting's value and where it came from: ``source`` is flag, env, config, inventory or
@@ -62,7 +71,7 @@ class Chosen:
     source: str
     where: str
 
-    def as_dict(self) -> dict[str, Any]:
+    def as_dict(self) -> ChosenJSON:
         return {"value": self.value, "source": self.source, "where": self.where}
 
 
@@ -186,7 +195,8 @@ def _parse(path: Path, text: str) -> UserConfig:
         raise _bad(path, exc.problem, key=exc.key) from None
 
 
-def _path_value(config: Path, data: dict[str, Any], key: str) -> str | None:
+def _path_value(config: Path, data: Mapping[object, object], key: str) -> str | None:
+    """A path setting of the config file (YAML as read: a user's file)."""
     value = data.get(key)
     if value is None:
         return None

@@ -35,7 +35,7 @@ from introspect.analysis.snapshot import snapshot_remote_code_finding
 from introspect.analysis.tokenizer.section import load_seconds, tokenizer_section
 from introspect.documents.base import Number, Record
 from introspect.documents.profile import CacheHit, ProfileDocument, Settings
-from introspect.documents.profile_architecture import Architecture, DrafterPlan
+from introspect.documents.profile_architecture import Architecture
 from introspect.documents.profile_files import Environment, Target
 from introspect.documents.profile_tokenizer import Tokenizer
 from introspect.remote.contract import FilesFacts, RawFacts, as_dict
@@ -98,15 +98,10 @@ def _record(kind: type[R], block: object) -> R | None:
 
 def _serving(raw: RawFacts, architecture: Architecture | None,
              tokenizer: Tokenizer | None) -> tuple[Serving, list[Finding]]:
-    """Engines, GPUs and the plan; the drafter plan joins ``architecture.speculative``.
-
-    analysis/serving/ reads the architecture and tokenizer sections in their JSON form and writes the drafter
-    plan into the architecture's: it comes back from there."""
-    arch = architecture.to_dict() if architecture is not None else {}
-    sections, findings = serving_sections(raw, arch, tokenizer.to_dict() if tokenizer is not None else {})
-    if architecture is not None and "drafter_plan" in as_dict(arch.get("speculative")):
-        plan = arch["speculative"]["drafter_plan"]
-        architecture.speculative.drafter_plan = DrafterPlan.model_validate(plan) if plan is not None else None
+    """Engines, GPUs and the plan; the drafter plan joins ``architecture.speculative``. Without an
+    architecture (the fallback of a damaged section), those of a model nothing is known of."""
+    arch = architecture if architecture is not None else architecture_section(None)[0]
+    sections, findings = serving_sections(raw, arch, tokenizer)
     return Serving(engines=sections["engines"], gpus=sections["gpus"], plan=sections["plan"]), findings
 
 

@@ -16,7 +16,14 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from introspect.analysis.diff.compare import COMPARE_SCHEMA, FACT_KEYS, FACTS, RowInput, compare_document
+from introspect.analysis.diff.compare import (
+    COMPARE_SCHEMA,
+    FACT_KEYS,
+    FACTS,
+    CellJSON,
+    RowInput,
+    compare_document,
+)
 from introspect.cli.connect import (
     ConnectionFlags,
     connection_options,
@@ -75,7 +82,7 @@ def shown(kind: str, value: Any) -> str:
     return str(value)
 
 
-def _cell(kind: str, fact: dict[str, Any], odd: bool) -> str:
+def _cell(kind: str, fact: CellJSON, odd: bool) -> str:
     if not fact["known"]:
         return "[dim]?[/]"
     text = escape(shown(kind, fact["value"]))
@@ -157,7 +164,7 @@ def _one_value(document: CompareDocument, column: Column) -> Any:
 # --------------------------------------------------------------------------- CSV
 
 
-def _csv_value(fact: dict[str, Any]) -> str | int:
+def _csv_value(fact: CellJSON) -> str | int:
     if not fact["known"]:
         return ""
     value = fact["value"]

@@ -15,7 +15,8 @@ from typing import TYPE_CHECKING, Any
 
 import click
 
-from introspect.analysis.diff.document import GROUPS, diff_profiles
+from introspect.analysis.diff.document import GROUPS, diff_result
+from introspect.analysis.diff.shapes import DiffResult, TemplateDiff
 from introspect.cli import help_examples
 from introspect.cli.connect import (
     ConnectionFlags,
@@ -66,7 +67,7 @@ def _echo(text: str = "", *, fold: bool = True, **style: Any) -> None:
         click.secho(line, **style)
 
 
-def _template_lines(template: dict[str, Any]) -> None:
+def _template_lines(template: TemplateDiff) -> None:
     source = template.get("source_b") or template.get("source_a") or "chat template"
     _echo(f"  chat template ({source}) differs: sha256 {show(template.get('sha256_a'))} -> "
           f"{show(template.get('sha256_b'))}")
@@ -77,7 +78,7 @@ def _template_lines(template: dict[str, Any]) -> None:
         _echo("    ... (diff truncated)")
 
 
-def print_human(result: dict[str, Any]) -> None:
+def print_human(result: DiffResult) -> None:
     labels = result["labels"]
     _echo(f"A: {labels['a']}")
     _echo(f"B: {labels['b']}")
@@ -88,8 +89,8 @@ def print_human(result: dict[str, Any]) -> None:
         width = max((len(c["key"]) for c in group["changes"]), default=0)
         for change in group["changes"]:
             _echo(f"  {change['key']:<{width}}  {show(change['a'])}  ->  {show(change['b'])}")
-        if group.get("template_diff"):
-            _template_lines(group["template_diff"])
+        if template := group.get("template_diff"):
+            _template_lines(template)
         for note in group.get("notes") or []:
             _echo(f"  note: {note}")
     differing = [n for n, g in result["groups"].items() if not g["identical"]]
@@ -117,12 +118,14 @@ def print_human(result: dict[str, Any]) -> None:
               help="Seconds for the file probes.")
 @click.option("--no-remote-code", is_flag=True, help="Never run the models' own code (trust_remote_code).")
 @click.option("--no-tokenizer", is_flag=True, help="Skip loading tokenizers; facts come from the files.")
+@click.option("--no-model-code", is_flag=True,
+              help="Skip building the models' code on the meta device; architecture facts come from the files.")
 @click.option("--max-json-bytes", type=BYTE_SIZE, default=DEFAULT_JSON_CAP, show_default=True,
               help="Refuse (and do not hash) files above this size.")
 @connection_options
 def diff(a: str, b: str, sections: tuple[str, ...], only: tuple[str, ...], as_json: bool, venv: str | None, python_exe: str | None,
          hf_cache: str | None, timeout: float, files_timeout: float, no_remote_code: bool, no_tokenizer: bool,
-         max_json_bytes: int, **kwargs: Any) -> int:
+         no_model_code: bool, max_json_bytes: int, **kwargs: Any) -> int:
     """Compare two model profiles: saved files or live HOST:PATH / HOST:org/name[@rev] targets."""
     flags = ConnectionFlags.from_kwargs(kwargs)
     if flags.host:
@@ -131,7 +134,7 @@ def diff(a: str, b: str, sections: tuple[str, ...], only: tuple[str, ...], as_js
     sides = [parse_side(a), parse_side(b)]
     opts = LiveOptions(venv=venv, python=python_exe, timeout=timeout, files_timeout=files_timeout,
                        remote_code=not no_remote_code, load_tokenizer=not no_tokenizer, hf_cache=hf_cache,
-                       json_cap=max_json_bytes)
+                       json_cap=max_json_bytes, load_model_code=not no_model_code)
     live = any(side.file is None for side in sides)
     inventory = load_inventory_for(flags.hosts_file) if live else None
     opts = dataclasses.replace(opts, inventory=inventory)
@@ -143,7 +146,7 @@ def diff(a: str, b: str, sections: tuple[str, ...], only: tuple[str, ...], as_js
     with Phases("probing " + " and ".join(side for side, s in zip((a, b), sides, strict=True) if s.file is None)
                 if live else "reading the profiles"):
         profile_a, profile_b = profiles_for(sides, make_executor, opts)
-    result = diff_profiles(profile_a, profile_b, tuple(dict.fromkeys(sections + only)) or GROUPS)
+    result = diff_result(profile_a, profile_b, tuple(dict.fromkeys(sections + only)) or GROUPS)
     if as_json:
         echo_json(result, DIFF_SCHEMA)
     elif not session().quiet:

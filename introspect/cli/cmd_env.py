@@ -12,9 +12,10 @@ from __future__ import annotations
 import os
 import platform
 import sys
+from collections.abc import Mapping
 from importlib import metadata
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Final
 
 import click
 
@@ -27,6 +28,7 @@ from introspect.redact import is_secret_name, scrub
 
 if TYPE_CHECKING:
     from introspect.documents.small import EnvDocument, PathFact
+    from introspect.userconfig import ChosenJSON
 
 SCHEMA: Final = "introspect.env/v1"
 DISTRIBUTIONS = ("paramiko", "invoke", "click", "rich", "pyyaml", "platformdirs", "packaging",
@@ -75,18 +77,19 @@ def _paths() -> dict[str, PathFact]:
     return {name: PathFact(path=str(path), exists=path.exists()) for name, path in paths.items()}
 
 
-def _settings() -> dict[str, Any]:
+def _settings() -> dict[str, ChosenJSON]:
     """Each user-config setting, its value and where it came from (a bad config: its error)."""
     from introspect.errors import UsageError
-    from introspect.userconfig import config_settings
+    from introspect.userconfig import ChosenJSON, config_settings
 
     try:
         return {name: chosen.as_dict() for name, chosen in config_settings().items()}
     except UsageError as exc:  # a bug report still needs the rest of the document
-        return {"error": {"value": None, "source": "config", "where": str(exc)}}
+        return {"error": ChosenJSON(value=None, source="config", where=str(exc))}
 
 
-def _setting_line(name: str, item: dict[str, Any]) -> str:
+def _setting_line(name: str, item: Mapping[str, object]) -> str:
+    """A setting of the env document (``ChosenJSON``: its value any YAML scalar) as a line."""
     value = "-" if item["value"] is None else item["value"]
     if name.startswith("remote_code") and item["value"] is not None:
         value = "allowed" if item["value"] else "refused"
@@ -109,7 +112,7 @@ def environment_document() -> EnvDocument:
                                      machine=platform.machine(), platform=platform.platform()),
         packages={name: _version(name) for name in DISTRIBUTIONS},
         paths=_paths(),
-        settings=_settings(),
+        settings={name: dict(chosen) for name, chosen in _settings().items()},
         environment=redacted_environment(dict(os.environ)),
     )
 

@@ -8,12 +8,13 @@ from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from datetime import datetime
 from pathlib import Path
-from typing import Any
+from typing import TypedDict
 
 import click
 
-from introspect.checks.history import HistoryStore, default_path
+from introspect.checks.history import HistoryStore, RunSummary, StoredResult, default_path
 from introspect.checks.history_db import describe
+from introspect.checks.result import Status
 from introspect.cli import help_examples
 from introspect.cli.cmd_health import _count_cells, _print_findings, db_help
 from introspect.cli.jsonout import echo_json
@@ -64,8 +65,8 @@ def history(ctx: click.Context, host: str | None, db: str | None, limit: int, ru
     return 0
 
 
-def _emit_history(runs: Sequence[Any], details: Sequence[Any], as_json: bool, path: Path,
-                  problems: dict[int, list[Any]] | None = None) -> None:
+def _emit_history(runs: Sequence[RunSummary], details: Sequence[StoredResult], as_json: bool, path: Path,
+                  problems: dict[int, list[StoredResult]] | None = None) -> None:
     if as_json:
         doc = {"db": str(path), "runs": [_run_summary(run, (problems or {}).get(run.id, [])) for run in runs]}
         if details:
@@ -99,7 +100,23 @@ HISTORY_COLUMNS = [Col("run", "num"), Col("started"), Col("took", "num"),
                    *(Col(s, "num") for s in ("hosts", "pass", "fail", "warn", "info")), Col("command", "text")]
 
 
-def _run_summary(run: Any, problems: Sequence[Any]) -> dict[str, Any]:
+class ProblemJSON(TypedDict):
+    """A failed or warning result of a run, as ``history --json`` lists it (documents/health.py ``Problem``)."""
+
+    host: str
+    venv: str | None
+    check: str
+    status: Status
+    message: str
+
+
+# A run as ``history --json`` lists it (documents/health.py ``RunSummary``); ``pass`` is a keyword.
+RunJSON = TypedDict("RunJSON", {"id": int, "started_at": float, "finished_at": float | None, "argv": list[str],
+                                "hosts": int, "pass": int, "fail": int, "warn": int, "info": int,
+                                "problems": list[ProblemJSON]})
+
+
+def _run_summary(run: RunSummary, problems: Sequence[StoredResult]) -> RunJSON:
     return {"id": run.id, "started_at": run.started_at, "finished_at": run.finished_at, "argv": run.argv,
             "hosts": run.hosts, "pass": run.passed, "fail": run.failed, "warn": run.warned, "info": run.info,
             "problems": [{"host": s.host, "venv": s.venv or None, "check": s.result.check,

@@ -8,9 +8,9 @@ drafter config.json derived from the target, in the conventions of one engine
 from __future__ import annotations
 
 import shlex
-from typing import Any
 
 import click
+from pydantic import ValidationError
 
 from introspect.analysis.result import PROFILE_SCHEMA
 from introspect.analysis.serving.drafter_config import choose_engine, drafter_config, plan_drafter
@@ -24,16 +24,34 @@ from introspect.cli.gpu_mem import gpu_by_name, parse_gpu_mem
 from introspect.cli.outcome import Finished, Notice
 from introspect.cli.session import session
 from introspect.client.documents import read_document
+from introspect.documents.profile import ProfileDocument
+from introspect.documents.profile_architecture import DrafterPlan
+from introspect.documents.profile_serving import Plan, PlanDrafter
 from introspect.errors import EXIT_FINDINGS, InputError, UsageError
-from introspect.remote.contract import as_dict
+from introspect.remote.contract import JSONObject
 
 PLAN_SCHEMA = "introspect.plan/v1"
 DRAFTER_KINDS = ("dflash", "eagle3")
 
 
-def read_profile(path: str) -> dict[str, Any]:
-    return read_document(path, PROFILE_SCHEMA, what="an introspect profile",
+def read_profile(path: str) -> ProfileDocument:
+    data = read_document(path, PROFILE_SCHEMA, what="an introspect profile",
                          hint="pass a file written by `introspect probe --output` (or --json)")
+    return profile_document(data, path)
+
+
+def profile_document(profile: ProfileDocument | JSONObject, where: str = "the profile") -> ProfileDocument:
+    """A profile as its typed document: one given as JSON (a saved file, as read) is validated here, and
+    one that does not fit ``introspect.profile/v1`` is an :class:`InputError` naming the first key."""
+    if isinstance(profile, ProfileDocument):
+        return profile
+    try:
+        return ProfileDocument.model_validate(profile)
+    except ValidationError as exc:
+        first = exc.errors()[0]
+        at = ".".join(str(part) for part in first["loc"]) or "the document"
+        raise InputError(f"{where} does not fit introspect.profile/v1: {at}: {first['msg']}",
+                         hint="introspect probe --model DIR --output PROFILE.json  # probe again") from None
 
 
 class DraftShape:
@@ -44,51 +62,54 @@ class DraftShape:
         self.engine, self.taps, self.layers, self.block_size = engine, taps, layers, block_size
 
 
-def drafter_plan_of(profile: dict[str, Any], shape: DraftShape) -> dict[str, Any] | None:
+def drafter_plan_of(profile: ProfileDocument, shape: DraftShape) -> DrafterPlan | None:
     """The profile's drafter plan reshaped for --draft-taps / --draft-layers / --block-size; None without one."""
-    plan = as_dict(as_dict(profile.get("architecture")).get("speculative")).get("drafter_plan")
-    if not isinstance(plan, dict):
+    plan = profile.architecture.speculative.drafter_plan
+    if plan is None:
         return None
-    dflash = plan["dflash"]
-    taps = shape.taps or dflash.get("draft_taps") or len(dflash["target_layer_ids"])
+    dflash = plan.dflash
+    taps = shape.taps or dflash.draft_taps or len(dflash.target_layer_ids)
     try:
-        dflash = reshape_dflash(dflash, taps, shape.layers or dflash["draft_layers"],
-                                shape.block_size or dflash["block_size"])
+        dflash = reshape_dflash(dflash, taps, shape.layers or dflash.draft_layers,
+                                shape.block_size or dflash.block_size)
     except ValueError as exc:
-        most = dflash["num_target_layers"] - 3
+        most = (dflash.num_target_layers or 0) - 3
         context = click.get_current_context(silent=True)
         profile_file = context.params.get("profile_file") if context else None
         hint = (f"introspect plan {shlex.quote(str(profile_file))} --draft-taps {min(5, most)}" if profile_file
                 else f"# pass --draft-taps {min(5, most)} or fewer (at most {most} for this target)")
         raise UsageError(f"--draft-taps {taps}: {exc}", hint=hint) from None
-    return dict(plan, dflash=dflash)
+    return plan.model_copy(update={"dflash": dflash})
 
 
-def drafter_member(profile: dict[str, Any], shape: DraftShape) -> tuple[dict[str, Any] | None, dict[str, Any] | None]:
+def drafter_member(profile: ProfileDocument, shape: DraftShape) -> tuple[DrafterPlan | None, PlanDrafter | None]:
     """(the reshaped drafter plan, the plan's ``drafter`` member in the chosen engine's terms)."""
     plan = drafter_plan_of(profile, shape)
     if plan is None:
         return None, None
-    conv, why = choose_engine(profile.get("engines"), shape.engine)
+    conv, why = choose_engine(profile.engines, shape.engine)
     return plan, plan_drafter(plan, conv, why)
 
 
-def drafter_file(profile: dict[str, Any], kind: str, shape: DraftShape) -> dict[str, Any]:
+def drafter_file(profile: ProfileDocument, kind: str, shape: DraftShape) -> JSONObject:
+    """The drafter's config.json (drafter_config.py: free-form by nature, the target's RoPE values as read)."""
     plan, member = drafter_member(profile, shape)
     if plan is None or member is None:
         raise InputError("the profile has no drafter plan (its layer count is unknown)",
                          hint="probe a model directory whose config.json gives num_hidden_layers")
-    if not plan.get("target_fields"):
+    if not plan.target_fields:
         raise InputError("the profile's drafter plan predates the target fields a drafter config needs",
                          hint="introspect probe --model DIR --output profile.json  # probe again")
-    archs = as_dict(profile.get("architecture")).get("architectures") or [None]
-    return drafter_config(plan, kind, archs[0], member)
+    archs = profile.architecture.architectures
+    return drafter_config(plan, kind, archs[0] if archs else None, member)
 
 
-def write_drafter_config(profile: dict[str, Any], kind: str, path: str, shape: DraftShape | None = None) -> None:
+def write_drafter_config(profile: ProfileDocument | JSONObject, kind: str, path: str,
+                         shape: DraftShape | None = None) -> None:
+    """``--emit-drafter-config``: ``profile`` is the typed document, or the JSON ``probe`` just built."""
     from introspect.cli.cmd_probe import write_json
 
-    config = drafter_file(profile, kind, shape or DraftShape())
+    config = drafter_file(profile_document(profile), kind, shape or DraftShape())
     write_json(path, config)
     click.echo(f"wrote a {kind} drafter config for {config['introspect']['engine']} to {path}", err=True)
 
@@ -128,43 +149,40 @@ def plan(profile_file: str, gpus: int | None, nodes: int | None, gpus_per_node: 
          draft_layers: int | None, block_size: int | None) -> Finished:
     """Which TP / EP / PP layouts fit, with how much KV cache, from a saved profile."""
     profile = read_profile(profile_file)
-    probed = as_dict(as_dict(profile.get("plan")).get("gpus"))
+    probed = profile.plan.gpus
     command = f"introspect plan {shlex.quote(profile_file)} --gpus {gpus or 'N'}"
     if gpu_mem and gpu_name:
         raise UsageError("--gpu and --gpu-mem both give the GPU's memory", hint=f"{command} --gpu {shlex.quote(gpu_name)}")
     name, memory = (gpu_by_name(gpu_name, command) if gpu_name
                     else (None, parse_gpu_mem(gpu_mem, command) if gpu_mem else 0))
     gpus, per_node = _node_gpus(gpus, nodes, gpus_per_node, command)
-    if (gpus is None or not memory) and not probed:
+    if (gpus is None or not memory) and probed is None:
         raise UsageError("the profile has no GPU facts", hint=f"{command} --gpu-mem 96GiB  # or --gpu H200")
-    budget = GpuBudget(count=gpus or int(probed.get("count") or 0),
-                       memory_bytes=memory or int(probed.get("memory_bytes") or 0),
-                       name=name if memory else probed.get("name"),
-                       source="flags" if gpus or memory else str(probed.get("source")), per_node=per_node)
-    context = ContextOptions(max_model_len, kv_dtype, context_len)
+    budget = GpuBudget(count=gpus or (probed.count if probed else 0),
+                       memory_bytes=memory or (probed.memory_bytes if probed else 0),
+                       name=name if memory else (probed.name if probed else None),
+                       source="flags" if gpus or memory else str(probed.source if probed else None), per_node=per_node)
     shape = DraftShape(engine, draft_taps, draft_layers, block_size)
-    profile = dict(profile, plan=_with_drafter(replan(profile, budget, mem_fraction, context).to_dict(), profile, shape))
+    plan = replan(profile, budget, mem_fraction, ContextOptions(max_model_len, kv_dtype, context_len))
+    member = drafter_member(profile, shape)[1]  # the plan's drafter member when the profile has a drafter plan
+    if member is not None:
+        plan.drafter = member
     if emit:
         write_drafter_config(profile, emit[0], emit[1], shape)
     if as_json:
         from introspect.cli.jsonout import echo_json
 
-        echo_json(profile["plan"], PLAN_SCHEMA)
+        echo_json(plan.to_dict(), PLAN_SCHEMA)
     elif not session().quiet:
         from introspect.cli.render_serving import plan_section
         from introspect.cli.render_term import make_console
 
-        make_console().print(plan_section(profile), crop=False)  # a word wider than the terminal stays whole
-    if profile["plan"].get("best") is None:
-        return Finished(EXIT_FINDINGS, (Notice(str(profile["plan"].get("reason")), _no_fit_fix(profile["plan"]),
-                                               kind="NoLayoutFits"),))
+        # A word wider than the terminal stays whole.
+        make_console().print(plan_section(plan, profile.architecture.speculative.drafter_plan, profile.engines),
+                             crop=False)
+    if plan.best is None:
+        return Finished(EXIT_FINDINGS, (Notice(str(plan.reason), _no_fit_fix(plan), kind="NoLayoutFits"),))
     return Finished(0)
-
-
-def _with_drafter(plan: dict[str, Any], profile: dict[str, Any], shape: DraftShape) -> dict[str, Any]:
-    """The plan with its ``drafter`` member when the profile has a drafter plan."""
-    member = drafter_member(profile, shape)[1]
-    return dict(plan, drafter=member) if member is not None else plan
 
 
 def _node_gpus(gpus: int | None, nodes: int | None, per_node: int | None, command: str
@@ -182,10 +200,10 @@ def _node_gpus(gpus: int | None, nodes: int | None, per_node: int | None, comman
     return nodes * per_node, per_node
 
 
-def _no_fit_fix(plan: dict[str, Any]) -> str:
+def _no_fit_fix(plan: Plan) -> str:
     """A shorter context where one layout holds the weights but not one request, else more memory."""
-    fix = as_dict(plan.get("context_fix"))
-    if not fix.get("max_model_len"):
+    fix = plan.context_fix
+    if fix is None or not fix.max_model_len:
         return "add GPUs, use GPUs with more memory, or a smaller (more quantized) checkpoint"
     params = click.get_current_context().params
     flags = [("--gpus", params.get("gpus")), ("--nodes", params.get("nodes")),
@@ -195,5 +213,5 @@ def _no_fit_fix(plan: dict[str, Any]) -> str:
              ("--kv-dtype", params.get("kv_dtype") if params.get("kv_dtype") != "auto" else None)]
     words = [shlex.quote(str(params.get("profile_file")))] + [f"{flag} {shlex.quote(str(value))}"
                                                              for flag, value in flags if value is not None]
-    return (f"introspect plan {' '.join(words)} --max-model-len {fix['max_model_len']}"
+    return (f"introspect plan {' '.join(words)} --max-model-len {fix.max_model_len}"
             "  # or add GPUs; --kv-dtype fp8 halves the KV")

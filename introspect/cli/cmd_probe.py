@@ -7,6 +7,7 @@ import dataclasses
 import errno
 import os
 import shlex
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -23,6 +24,7 @@ from introspect.cli.connect import (
     load_inventory_for,
     select_fleet,
 )
+from introspect.cli.json_stream import chunks
 from introspect.cli.jsonout import echo_json, error_of, stamped, with_error
 from introspect.cli.options import BYTE_SIZE, HostSelection, fleet_options
 from introspect.cli.outcome import Finished, Notice, combined, notice
@@ -42,19 +44,24 @@ from introspect.remote.contract import (
     DEFAULT_MODEL_CODE_TIMEOUT,
     DEFAULT_TOKENIZER_TIMEOUT,
     RAW_SCHEMA,
+    JSONObject,
 )
 from introspect.transport.base import Executor
 
 if TYPE_CHECKING:
+    from introspect.documents.profile import ProfileDocument
     from introspect.inventory import HostEntry
 
 
-def write_json(path: str, data: Any) -> None:
-    """Write atomically, so a reader never sees half a profile (and a failed write leaves nothing)."""
+def write_json(path: str, data: Any, hosts: Sequence[Any] | None = None) -> None:
+    """Write atomically, so a reader never sees half a profile (and a failed write leaves nothing).
+    ``hosts``: the document's ``hosts``, written one at a time (cli/json_stream.py)."""
     target = Path(path).expanduser()
     tmp = target.with_name(f".{target.name}.tmp-{os.getpid()}")
     try:
-        tmp.write_text(dumps(data) + "\n", encoding="utf-8")
+        with tmp.open("w", encoding="utf-8") as out:
+            out.writelines(chunks(data, "hosts", hosts) if hosts is not None else (dumps(data),))
+            out.write("\n")
         os.replace(tmp, target)
     except OSError as exc:
         with contextlib.suppress(OSError):
@@ -69,20 +76,21 @@ def _write_hint(target: Path, exc: OSError) -> str:
     return f"ls -ld {where}  # the directory must exist and be writable; or write the file elsewhere"
 
 
-def saved(path: str, data: Any, option: str) -> Notice | None:
+def saved(path: str, data: Any, option: str, hosts: Sequence[Any] | None = None) -> Notice | None:
     """Write ``path``; a failure is an error notice (exit 1), never a lost result: the caller
     still prints the profile it computed."""
     try:
-        write_json(path, data)
+        write_json(path, data, hosts)
     except IntrospectError as exc:
         return Notice(f"{option}: {exc.message}; the result was printed but not saved", exc.hint,
                       kind="OutputNotWritten")
     return None
 
 
-def emit(profile: dict[str, Any], *, as_json: bool, output: str | None, code: int = 0,
+def emit(profile: JSONObject, *, as_json: bool, output: str | None, code: int = 0,
          failed: tuple[Notice, ...] = ()) -> tuple[Notice, ...]:
-    """Write ``--output``, then print the profile whatever became of the files (``failed``: the
+    """Write ``--output``, then print the profile (the JSON written and printed: as ``build_profile``
+    made it, or a cache entry or RAW.json of an older run) whatever became of the files (``failed``: the
     writes that already failed). A failed write is an ``error`` member of the printed document
     (unless it has one; ``code``: the run's exit code before it) and one of the notices returned."""
     profile = scrub_document(profile)  # the report too (a cache entry or RAW.json written before masking)
@@ -169,7 +177,7 @@ def probe(as_json: bool, output: str | None, save_raw: str | None, parallel: int
     if fatal is not None and not as_json:
         raise fatal  # nothing was read: one error and fix, no report of unknowns
     failed = tuple(filter(None, [saved(save_raw, outcome.raw, "--save-raw") if save_raw else None,
-                                 _drafter(outcome.profile, emit_drafter, drafter_engine) if emit_drafter else None]))
+                                 _drafter(outcome.document, emit_drafter, drafter_engine) if emit_drafter else None]))
     error = fatal or outcome.error
     document = outcome.profile if error is None else {**outcome.profile, "error": error_of(error, outcome.code)}
     unsaved = emit(document, as_json=as_json, output=output, code=outcome.code, failed=failed)
@@ -192,7 +200,7 @@ def _stopped(stop: ProbeInterrupted, *, as_json: bool, output: str | None, save_
     return Finished(stop.exit_code, (stopped, *unsaved))
 
 
-def _drafter(profile: dict[str, Any], emit_drafter: tuple[str, str], engine: str | None) -> Notice | None:
+def _drafter(profile: ProfileDocument, emit_drafter: tuple[str, str], engine: str | None) -> Notice | None:
     from introspect.cli.cmd_plan import DraftShape, write_drafter_config
 
     try:
@@ -218,7 +226,8 @@ def probe_fleet(request: ProbeRequest, flags: ConnectionFlags, selection: HostSe
 
     stopped: tuple[Notice, ...] = ()
     try:
-        with host_rows(len(hosts), f"probing {request.model}", progress_row) as on_done:
+        with host_rows(len(hosts), f"probing {request.model}", progress_row,
+                       ok=lambda item: item["exit_code"] == 0) as on_done:
             results, stats = probe_hosts(request, hosts, make_executor,
                                          parallel=parallel or inventory.defaults.parallel,
                                          inventory=inventory, on_done=on_done)
@@ -227,12 +236,15 @@ def probe_fleet(request: ProbeRequest, flags: ConnectionFlags, selection: HostSe
         results, stats, code = stop.items, stop.stats, stop.exit_code
         text, fix, kind = describe(stop.signum)
         stopped = (Notice(text, fix, kind=kind),)
-    document = {"schema": "introspect.fleet-profiles/v1", "model": request.model, "hosts": results,
-                "fleet": stats}
-    unsaved = tuple(filter(None, [saved(output, stamped(document), "--output") if output else None]))
+    # The hosts are spooled (client/fleet_spool.py) and written one at a time, never held whole.
+    document = {"schema": "introspect.fleet-profiles/v1", "model": request.model, "hosts": [], "fleet": stats}
+    unsaved = tuple(filter(None, [saved(output, stamped(document), "--output", results) if output else None]))
     final = code if stopped or not unsaved else max(code, EXIT_FINDINGS)
     if as_json:
-        echo_json(with_error(document, stopped + unsaved, final))
+        for piece in chunks(stamped(with_error(document, stopped + unsaved, final)), "hosts", results):
+            click.echo(piece, nl=False)
+        click.echo("")
+        session().json_printed = True
     elif not session().quiet:
         from introspect.cli.render_fleet import print_fleet
 

@@ -27,6 +27,7 @@ from introspect.remote.contract import DEFAULT_FILES_TIMEOUT, DEFAULT_TOKENIZER_
 
 if TYPE_CHECKING:
     from introspect.client.diff import LiveOptions, Side
+    from introspect.remote.contract import JSONObject
     from introspect.report.build import Report
     from introspect.report.inputs import Loaded
 
@@ -52,7 +53,9 @@ EXAMPLE_HINT = "introspect report kimi.json -o report.html"
 @click.option("--no-remote-code", is_flag=True, help="Never run the models' own code (trust_remote_code).")
 @click.option("--no-tokenizer", is_flag=True, help="Skip loading tokenizers of live inputs.")
 @connection_options
-def report(inputs: tuple[str, ...], output: str | None, markdown: bool, db: str | None, **kwargs: Any) -> Finished:
+def report(inputs: tuple[str, ...], output: str | None, markdown: bool, db: str | None, venv: str | None,
+           python_exe: str | None, hf_cache: str | None, timeout: float, files_timeout: float, no_remote_code: bool,
+           no_tokenizer: bool, **kwargs: Any) -> Finished:
     """Draw profiles, plans, fleets and health history as one self-contained HTML page (or Markdown).
 
     INPUT: a profile (`probe --json`/`--output`), raw facts (`probe --save-raw`, profiled as `introspect
@@ -69,7 +72,13 @@ def report(inputs: tuple[str, ...], output: str | None, markdown: bool, db: str 
         raise UsageError("the report is a file, not terminal text: name one with --output",
                          hint=f"introspect report {' '.join(map(shlex.quote, inputs)) or '--db FILE'} -o report."
                               + ("md --md" if markdown else "html"))
-    loaded = _load(inputs, kwargs)
+    from introspect.client.diff import LiveOptions
+    from introspect.remote.contract import DEFAULT_JSON_CAP
+
+    opts = LiveOptions(venv=venv, python=python_exe, timeout=timeout, files_timeout=files_timeout,
+                       remote_code=not no_remote_code, load_tokenizer=not no_tokenizer, hf_cache=hf_cache,
+                       json_cap=DEFAULT_JSON_CAP)
+    loaded = _load(inputs, ConnectionFlags.from_kwargs(kwargs), opts)
     if db:
         from introspect.report.inputs import Loaded, label_of
 
@@ -81,37 +90,25 @@ def report(inputs: tuple[str, ...], output: str | None, markdown: bool, db: str 
     return Finished(0)
 
 
-def _load(inputs: tuple[str, ...], kwargs: dict[str, Any]) -> list[Loaded]:
+def _load(inputs: tuple[str, ...], flags: ConnectionFlags, opts: LiveOptions) -> list[Loaded]:
     """Every INPUT in order: the saved ones read first (a bad file fails before any host is contacted)."""
     from introspect.client.diff import parse_side
-    from introspect.report.inputs import Loaded, load
+    from introspect.report.inputs import Loaded, live, load
 
     slots: list[Loaded | Side] = [load(text) if text == "-" or Path(text).is_file() else parse_side(text)
                                   for text in inputs]
-    live = [slot for slot in slots if not isinstance(slot, Loaded)]
-    flags = ConnectionFlags.from_kwargs(kwargs)
+    sides = [slot for slot in slots if not isinstance(slot, Loaded)]
     if flags.host:
         raise UsageError("report takes its hosts from the inputs (HOST:PATH), not from --host",
                          hint="introspect report gpu1:/root/models/Kimi-K2.6 -o report.html")
-    if not live:
+    if not sides:
         return [slot for slot in slots if isinstance(slot, Loaded)]
-    profiles = iter(_probe(live, flags, _live_options(kwargs)))
-    return [slot if isinstance(slot, Loaded) else Loaded("profile", slot.text, next(profiles), None)
-            for slot in slots]
+    profiles = iter(_probe(sides, flags, opts))
+    return [slot if isinstance(slot, Loaded) else live(slot.text, next(profiles)) for slot in slots]
 
 
-def _live_options(kwargs: dict[str, Any]) -> LiveOptions:
-    from introspect.client.diff import LiveOptions
-    from introspect.remote.contract import DEFAULT_JSON_CAP
-
-    return LiveOptions(venv=kwargs.get("venv"), python=kwargs.get("python_exe"), timeout=kwargs["timeout"],
-                       files_timeout=kwargs["files_timeout"], remote_code=not kwargs["no_remote_code"],
-                       load_tokenizer=not kwargs["no_tokenizer"], hf_cache=kwargs.get("hf_cache"),
-                       json_cap=DEFAULT_JSON_CAP)
-
-
-def _probe(live: list[Side], flags: ConnectionFlags, opts: LiveOptions) -> list[dict[str, Any]]:
-    """The live targets' profiles, probed as ``introspect diff`` probes its operands."""
+def _probe(sides: list[Side], flags: ConnectionFlags, opts: LiveOptions) -> list[JSONObject]:
+    """The live targets' profiles (as ``probe --json`` prints them), probed as ``introspect diff`` probes its operands."""
     from introspect.cli.connect import executor_for, known_hosts_for, load_inventory_for
     from introspect.cli.progress import Phases
     from introspect.client.diff import live_profile
@@ -120,7 +117,7 @@ def _probe(live: list[Side], flags: ConnectionFlags, opts: LiveOptions) -> list[
     opts = dataclasses.replace(opts, inventory=inventory)
     known_hosts = known_hosts_for(flags, inventory)
     profiles = []
-    for side in live:
+    for side in sides:
         with Phases(f"probing {side.text}"):
             profiles.append(live_profile(side, lambda host: executor_for(dataclasses.replace(flags, host=host),
                                                                          inventory, known_hosts), opts))

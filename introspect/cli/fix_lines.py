@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import shlex
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from introspect.cli.remote_fix import fix_on_target, split_comment
 from introspect.cli.render_term import Fixes, print_fixes
@@ -28,6 +28,7 @@ if TYPE_CHECKING:
     from rich.console import Console
 
     from introspect.client.fleet_items import FleetItem
+    from introspect.documents.profile import ProfileDocument
 
 # First words of the commands our fixes print; any other first word is read as prose.
 PROGRAMS = frozenset({
@@ -103,23 +104,22 @@ def print_block(console: Console, heading: str, lines: Sequence[str]) -> None:
         console.print(" " * INDENT + escape(line), soft_wrap=True)
 
 
-def _lines(profile: dict[str, Any], severities: tuple[str, ...]) -> Fixes:
+def _lines(profile: ProfileDocument, severities: tuple[str, ...]) -> Fixes:
     # A fix for the profiled machine (pip, ls) runs through its transport (podman exec, ssh).
-    target = as_dict(profile.get("target"))
+    target = profile.target.to_dict()
     out = Fixes()
-    for item in profile.get("findings") or []:
-        item = as_dict(item)
-        if str(item.get("severity")) in severities and item.get("fix"):
-            out.add(fix_on_target(shell_line(str(item["fix"])), target))
+    for item in profile.findings:
+        if item.severity in severities and item.fix:
+            out.add(fix_on_target(shell_line(item.fix), target))
     return out
 
 
-def report_fixes(profile: dict[str, Any]) -> Fixes:
+def report_fixes(profile: ProfileDocument) -> Fixes:
     """The fixes of warnings and errors, each once, in finding order (the ``To fix:`` block)."""
     return _lines(profile, BLOCKING)
 
 
-def report_optional(profile: dict[str, Any]) -> Fixes:
+def report_optional(profile: ProfileDocument) -> Fixes:
     """The fixes of info findings: extras that add to a complete profile (the ``Optional:`` block)."""
     return _lines(profile, ("info",))
 
@@ -143,7 +143,7 @@ def print_fleet_fixes(console: Console, results: Sequence[FleetItem]) -> None:
     print_fixes(console, fleet_fixes(results), gap=True)
 
 
-def print_report_fixes(console: Console, profile: dict[str, Any]) -> None:
+def print_report_fixes(console: Console, profile: ProfileDocument) -> None:
     """``To fix:`` then ``Optional:``, each command unfolded so it pastes as it reads."""
     fixes = report_fixes(profile)
     print_fixes(console, fixes)

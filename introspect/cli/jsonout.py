@@ -10,7 +10,8 @@ when the command failed before it could print one.
 from __future__ import annotations
 
 import re
-from typing import Any, TypedDict
+from collections.abc import Mapping
+from typing import TypedDict
 
 import click
 
@@ -18,6 +19,7 @@ from introspect import __version__
 from introspect.cli.outcome import Notice
 from introspect.cli.session import session
 from introspect.errors import IntrospectError
+from introspect.remote.contract import JSONObject
 
 ERROR_SCHEMA = "introspect.error/v1"
 VERSION_KEY = "introspect_version"
@@ -33,8 +35,9 @@ class ErrorObject(TypedDict):
     host: str | None
 
 
-def stamped(document: dict[str, Any], schema: str | None = None) -> dict[str, Any]:
-    """``document`` with ``schema`` and ``introspect_version`` as its first keys (a copy)."""
+def stamped(document: Mapping[str, object], schema: str | None = None) -> JSONObject:
+    """``document`` (any document the CLI prints, as its JSON object) with ``schema`` and
+    ``introspect_version`` as its first keys (a copy: the JSON text to print)."""
     name = schema or document.get("schema")
     if not name:
         raise ValueError("a JSON document needs a schema")  # a bug in the caller
@@ -42,13 +45,13 @@ def stamped(document: dict[str, Any], schema: str | None = None) -> dict[str, An
     return {"schema": name, VERSION_KEY: __version__, **rest}
 
 
-def dumps(document: dict[str, Any]) -> str:
+def dumps(document: Mapping[str, object]) -> str:
     from introspect.client.documents import dumps as strict_dumps  # never NaN or Infinity
 
     return strict_dumps(document)
 
 
-def echo_json(document: dict[str, Any], schema: str | None = None) -> None:
+def echo_json(document: Mapping[str, object], schema: str | None = None) -> None:
     """Print one stamped document on stdout (and remember that one was printed)."""
     click.echo(dumps(stamped(document, schema)))
     session().json_printed = True
@@ -69,16 +72,16 @@ def error_of(exc: IntrospectError, exit_code: int | None = None) -> ErrorObject:
                         exc.exit_code if exit_code is None else exit_code, exc.host)
 
 
-def with_error(document: dict[str, Any], notices: tuple[Notice, ...], exit_code: int = 1) -> dict[str, Any]:
+def with_error(document: Mapping[str, object], notices: tuple[Notice, ...], exit_code: int = 1) -> JSONObject:
     """``document`` with an ``error`` member for the first error of ``notices`` (a copy), unless it
     has one: a command that computed its result but could not save it still prints that result."""
     first = next((item for item in notices if item.level == "error"), None)
     if first is None or document.get("error"):
-        return document
+        return dict(document)
     code = error_code(first.kind or "error")
     return {**document, "error": error_object(code, first.text, first.hint, exit_code, first.host)}
 
 
 def error_document(code: str, message: str, fix: str | None, exit_code: int,
-                   host: str | None = None) -> dict[str, Any]:
+                   host: str | None = None) -> JSONObject:
     return stamped({"error": error_object(code, message, fix, exit_code, host)}, ERROR_SCHEMA)

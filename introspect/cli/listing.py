@@ -30,9 +30,9 @@ import fnmatch
 import io
 import re
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, TypedDict
 
 import click
 
@@ -64,6 +64,15 @@ class Field:
     help: str = ""
 
 
+class ControlsJSON(TypedDict):
+    """How a listing was chosen, as the ``listing`` member of a document says it (``models --json``)."""
+
+    sort: str | None
+    reverse: bool
+    filters: list[str]
+    limit: int | None
+
+
 @dataclass(frozen=True)
 class Controls:
     sort: str | None = None
@@ -93,7 +102,7 @@ class Controls:
     def active(self) -> bool:
         return bool(self.sort or self.reverse or self.filters or self.limit is not None)
 
-    def describe(self) -> dict[str, Any]:
+    def describe(self) -> ControlsJSON:
         return {"sort": self.sort, "reverse": self.reverse, "filters": list(self.filters), "limit": self.limit}
 
 
@@ -285,8 +294,8 @@ def csv_text(table: Table) -> str:
     return out.getvalue()
 
 
-def yaml_text(document: dict[str, Any]) -> str:
-    """The JSON document as YAML (block style, keys in document order)."""
+def yaml_text(document: Mapping[str, object]) -> str:
+    """The JSON document (as printed: ``jsonout.stamped``) as YAML (block style, keys in document order)."""
     import yaml
 
     return str(yaml.safe_dump(document, sort_keys=False, default_flow_style=False, allow_unicode=True))

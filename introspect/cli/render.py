@@ -7,6 +7,7 @@ Engines, GPUs, Plan (render_serving.py), Findings. Everything shown comes from t
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from rich.console import Console
@@ -258,22 +259,19 @@ SECTIONS = (model_section, architecture_section, experts_section, tokenizer_sect
             environment_section, findings_section)
 
 
-def print_report(profile: ProfileDocument | dict[str, Any], console: Console | None = None) -> None:
-    """The human report of a profile: the profile JSON as ``build_profile`` made it is validated
-    into its document once here; the serving sections and the fix lines still read the JSON."""
+def print_report(profile: ProfileDocument | Mapping[str, object], console: Console | None = None) -> None:
+    """The human report of a profile: the profile JSON (as ``build_profile`` made it, or a cached
+    one) is validated into its document once here."""
     from introspect.cli.fix_lines import print_report_fixes
-    from introspect.cli.render_serving import SERVING_SECTIONS  # imports this module's helpers
+    from introspect.cli.render_serving import serving_tables  # imports this module's helpers
     from introspect.cli.render_witnesses import witnesses_section
 
-    if isinstance(profile, ProfileDocument):
-        document, data = profile, profile.to_dict()
-    else:
-        document, data = ProfileDocument.model_validate(profile), profile
+    document = profile if isinstance(profile, ProfileDocument) else ProfileDocument.model_validate(profile)
     console = console or make_console()
     tables = ([section(document) for section in SECTIONS[:2]] + [witnesses_section(document)]
-              + [section(document) for section in SECTIONS[2:-1]] + [section(data) for section in SERVING_SECTIONS]
+              + [section(document) for section in SECTIONS[2:-1]] + serving_tables(document)
               + [SECTIONS[-1](document)])
     for table in tables:
         console.print(table, crop=False)  # a word wider than the terminal: left whole
         console.print()
-    print_report_fixes(console, data)  # To fix: warnings and errors; Optional: info extras
+    print_report_fixes(console, document)  # To fix: warnings and errors; Optional: info extras

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
 from rich.markup import escape
@@ -51,7 +52,7 @@ def progress_row(item: FleetItem) -> str:
     return f"{mark} {escape(str(item['host']))} [dim](exit {item['exit_code']})[/] {escape(_note(item))}"
 
 
-def print_fleet(results: list[FleetItem], *, full: bool) -> None:
+def print_fleet(results: Sequence[FleetItem], *, full: bool) -> None:
     console = make_console()
     print_rows(console, FLEET_COLUMNS, [fleet_row(item) for item in results])
     if not full:

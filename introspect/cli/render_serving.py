@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import shlex
-from typing import Any
 
 from rich.markup import escape
 from rich.table import Table
@@ -12,37 +11,49 @@ from introspect.analysis.serving.engine_readiness import best_for, cite, served_
 from introspect.cli.render import _kv, _row, human_bytes
 from introspect.cli.render_fold import Rows
 from introspect.cli.render_term import Col
-from introspect.remote.contract import as_dict
+from introspect.documents.profile import ProfileDocument
+from introspect.documents.profile_architecture import DflashPlan, DrafterPlan
+from introspect.documents.profile_serving import (
+    DrafterServing,
+    Engine,
+    EngineReadiness,
+    Engines,
+    EngineSpeculative,
+    Gpus,
+    Layout,
+    MethodReadiness,
+    Plan,
+    PlanDflashDrafter,
+    PlanDrafter,
+    Registration,
+)
 
 
-def _yes(flag: Any) -> str:
-    return {True: "[green]yes[/green]", False: "[red]no[/red]"}.get(flag, "?")
+def _yes(flag: bool | None) -> str:
+    return "?" if flag is None else "[green]yes[/green]" if flag else "[red]no[/red]"
 
 
-def _registered(item: Any) -> str | None:
-    item = as_dict(item)
-    if not item:
+def _registered(item: Registration | None) -> str | None:
+    if item is None:
         return None
-    where = f" ({escape(str(item.get('module')))})" if item.get("module") else ""
-    return f"{escape(str(item.get('architecture')))}: {_yes(item.get('registered'))}{where}"
+    where = f" ({escape(str(item.module))})" if item.module else ""
+    return f"{escape(str(item.architecture))}: {_yes(item.registered)}{where}"
 
 
-def _engine_rows(table: Table, engine: dict[str, Any]) -> None:
-    name = f"{engine.get('name')} {engine.get('version') or '?'}"
-    if engine.get("layout") != "read":
-        _row(table, name, "version only: " + ("; ".join(engine.get("notes") or []) or "sources not read"))
+def _engine_rows(table: Table, engine: Engine) -> None:
+    name = f"{engine.name} {engine.version or '?'}"
+    if engine.layout != "read":
+        _row(table, name, "version only: " + ("; ".join(engine.notes) or "sources not read"))
         return
-    table.add_row(name, _registered(engine.get("architecture")) or "-")
-    if engine.get("text_architecture"):
-        table.add_row("  text model", _registered(engine["text_architecture"]) or "-")
-    spec = as_dict(engine.get("speculative"))
-    if spec:
-        _speculative_rows(table, spec, as_dict(engine.get("readiness")))
-    drafters = [f"{d.get('class')} ({d.get('kind')}{', same family' if d.get('match') == 'family' else ''})"
-                for d in engine.get("drafters") or []]
-    drafters += [f"{name} (generic)" for name in engine.get("generic_drafters") or []]
+    table.add_row(name, _registered(engine.architecture) or "-")
+    if engine.text_architecture is not None:
+        table.add_row("  text model", _registered(engine.text_architecture) or "-")
+    if engine.speculative is not None:
+        _speculative_rows(table, engine.speculative, engine.readiness)
+    drafters = [f"{d.class_} ({d.kind}{', same family' if d.match == 'family' else ''})" for d in engine.drafters]
+    drafters += [f"{name} (generic)" for name in engine.generic_drafters]
     _row(table, "  drafter classes", ", ".join(drafters) or "none for this family")
-    quant = as_dict(engine.get("quantization"))
+    quant = engine.quantization or {}
     if quant.get("checkpoint_method"):
         condition = f" when {quant['condition']}" if quant.get("condition") else ""
         table.add_row("  quantization", f"{escape(str(quant['checkpoint_method']))}: "
@@ -54,86 +65,82 @@ _VERDICT = {"yes": "[green]yes[/green]", "no": "[red]no[/red]", "unknown": "[yel
 _MAIN_KINDS = ("dflash", "eagle3", "eagle", "mtp")
 
 
-def _verdict_of(readiness: dict[str, Any], kind: str) -> str | None:
-    method = best_for({"readiness": readiness}, kind)
-    return _VERDICT[method["verdict"]] if method else None
+def _verdict_of(readiness: EngineReadiness, kind: str) -> str | None:
+    method = best_for(readiness, kind)
+    return _VERDICT[method.verdict] if method else None
 
 
-def _readiness_text(method: dict[str, Any]) -> str:
+def _readiness_text(method: MethodReadiness) -> str:
     """``yes (hook in Class, file:line)`` or ``no — requires hook (engine file:line): why``."""
-    verdict, where = method.get("verdict"), as_dict(method.get("provided_by"))
-    if verdict == "yes":
-        shown, place = str(method.get("why")), f"{where.get('file')}:{where.get('line')}"
-        if where and place not in shown:
-            shown += f"; {where.get('class')} at {place}"
+    where = method.provided_by
+    if method.verdict == "yes":
+        shown = method.why
+        if where is not None and f"{where.file}:{where.line}" not in shown:
+            shown += f"; {where.class_} at {where.file}:{where.line}"
         text = f"{_VERDICT['yes']} ({escape(shown)})"
     else:
-        text = f"{_VERDICT.get(str(verdict), '?')} — {escape(cite(method))}"
-    return text + (f"; {escape(str(method['note']))}" if method.get("note") else "")
+        text = f"{_VERDICT[method.verdict]} — {escape(cite(method))}"
+    return text + (f"; {escape(method.note)}" if method.note else "")
 
 
-def _speculative_rows(table: Table, spec: dict[str, Any], readiness: dict[str, Any]) -> None:
+def _speculative_rows(table: Table, spec: EngineSpeculative, readiness: EngineReadiness | None) -> None:
     """Per method: can this engine serve it for the model's class (readiness), not merely does it know it."""
-    knows = escape(", ".join(spec.get("algorithms") or []))
-    if readiness.get("methods"):  # the per-family MTP names of vLLM shown once, as "mtp"
-        knows = escape(", ".join(str(m.get("method")) + (f" (+{len(m['aliases'])} names)" if m.get("aliases") else "")
-                                 for m in (as_dict(m) for m in readiness["methods"])))
-    if not readiness:
+    knows = escape(", ".join(spec.algorithms))
+    if readiness is None:
         table.add_row("  speculative", f"knows {knows} (whether this model's class provides what each needs "
                       "was not read)")
         return
+    if readiness.methods:  # the per-family MTP names of vLLM shown once, as "mtp"
+        knows = escape(", ".join(m.method + (f" (+{len(m.aliases)} names)" if m.aliases else "")
+                                 for m in readiness.methods))
     dflash, eagle3 = _verdict_of(readiness, "dflash") or "?", _verdict_of(readiness, "eagle3") or "?"
-    table.add_row("  speculative", f"DFlash {dflash}, EAGLE-3 {eagle3} for {escape(str(readiness.get('architecture')))}"
+    table.add_row("  speculative", f"DFlash {dflash}, EAGLE-3 {eagle3} for {escape(str(readiness.architecture))}"
                   f"; knows {knows}")
-    methods = [as_dict(m) for m in readiness.get("methods") or []]
-    for method in methods:
-        if method.get("kind") in _MAIN_KINDS:
-            table.add_row(f"  {escape(str(method.get('method')))}", _readiness_text(method))
-    rest = [f"{escape(str(m.get('method')))} {_VERDICT.get(str(m.get('verdict')), '?')}" for m in methods
-            if m.get("kind") not in _MAIN_KINDS]
+    for method in readiness.methods:
+        if method.kind in _MAIN_KINDS:
+            table.add_row(f"  {escape(method.method)}", _readiness_text(method))
+    rest = [f"{escape(m.method)} {_VERDICT[m.verdict]}" for m in readiness.methods if m.kind not in _MAIN_KINDS]
     if rest:
         table.add_row("  other methods", ", ".join(rest))
 
 
-def _served_rows(table: Table, profile: dict[str, Any]) -> None:
+def _served_rows(table: Table, engines: Engines) -> None:
     """Which installed engines can serve each planned drafter for this model's class."""
-    served = served_by([as_dict(e) for e in as_dict(profile.get("engines")).get("engines") or []])
+    served = served_by(engines.engines)
     for kind, label in (("dflash", "DFlash served by"), ("eagle3", "EAGLE-3 served by")):
         if served.get(kind):
             table.add_row(label, ", ".join(f"{escape(str(s['engine']))} {escape(str(s['version']))} "
-                                           f"{escape(str(s['method']))} {_VERDICT[s['verdict']]}"
+                                           f"{escape(s['method'])} {_VERDICT[s['verdict']]}"
                                            for s in served[kind]))
 
 
-def engines_section(profile: dict[str, Any]) -> Table:
-    section = as_dict(profile.get("engines"))
+def engines_section(section: Engines) -> Table:
     table = _kv("Engines")
-    if not section.get("probed"):
+    if not section.probed:
         _row(table, "engines", "not probed")
-    elif not section.get("engines"):
-        _row(table, "engines", "none installed (searched " + ", ".join(section.get("searched") or []) + ")")
-    for engine in section.get("engines") or []:
-        _engine_rows(table, as_dict(engine))
+    elif not section.engines:
+        _row(table, "engines", "none installed (searched " + ", ".join(section.searched) + ")")
+    for engine in section.engines:
+        _engine_rows(table, engine)
     return table
 
 
-def gpus_section(profile: dict[str, Any]) -> Table:
-    gpus = as_dict(profile.get("gpus"))
+def gpus_section(gpus: Gpus) -> Table:
     table = _kv("GPUs")
-    if not gpus.get("probed"):
+    if not gpus.probed:
         _row(table, "GPUs", "not probed")
         return table
-    if not gpus.get("available"):
-        _row(table, "GPUs", f"none ({gpus.get('reason')})")
+    if not gpus.available:
+        _row(table, "GPUs", f"none ({gpus.reason})")
         return table
-    models = ", ".join(f"{n} x {name}" for name, n in as_dict(gpus.get("models")).items())
+    models = ", ".join(f"{n} x {name}" for name, n in (gpus.models or {}).items())
     _row(table, "GPUs", models)
-    mib = gpus.get("memory_total_mib_min")
-    _row(table, "memory", human_bytes(mib * 1024 * 1024) + " each (smallest)" if isinstance(mib, int) else None)
-    _row(table, "driver / CUDA", f"{gpus.get('driver_version')} / {gpus.get('cuda_version')}")
-    inter = as_dict(gpus.get("interconnect"))
-    if inter:
-        _row(table, "interconnect", f"{inter.get('summary')} ({', '.join(f'{k} x{v}' for k, v in as_dict(inter.get('links')).items())})")
+    mib = gpus.memory_total_mib_min
+    _row(table, "memory", human_bytes(mib * 1024 * 1024) + " each (smallest)" if mib is not None else None)
+    _row(table, "driver / CUDA", f"{gpus.driver_version} / {gpus.cuda_version}")
+    inter = gpus.interconnect
+    if inter is not None:
+        _row(table, "interconnect", f"{inter.summary} ({', '.join(f'{k} x{v}' for k, v in inter.links.items())})")
     return table
 
 
@@ -144,103 +151,98 @@ LAYOUT_COLUMNS = (Col("layout"), Col("GPUs", "num"), Col("weights/GPU", "num"), 
                   Col("why not", "text"))
 
 
-def _context_cells(item: dict[str, Any]) -> list[str]:
+def _context_cells(item: Layout) -> list[str]:
     """The longest request that fits, and how many of max-model-len (and of --context-len) fit at once."""
-    longest, requests = item.get("max_context_fits"), item.get("concurrent_requests")
-    if not isinstance(longest, int) or not item.get("kv_room_bytes_per_gpu"):
+    longest, requests = item.max_context_fits, item.concurrent_requests
+    if longest is None or not item.kv_room_bytes_per_gpu:
         return ["-", "-"]
-    shown = f"{requests:,}" if isinstance(requests, int) else "-"
-    at = item.get("concurrent_requests_at_context_len")
-    if isinstance(at, int):
-        shown += f" ({at:,} of {item.get('context_len'):,})"
+    shown = f"{requests:,}" if requests is not None else "-"
+    at = item.concurrent_requests_at_context_len
+    if at is not None:
+        shown += f" ({at:,} of {item.context_len:,})"
     return [f"{longest:,}", shown]
 
 
-def _layout_table(layouts: list[Any]) -> Rows:
+def _layout_table(layouts: list[Layout]) -> Rows:
     rows = []
     for item in layouts:
-        item = as_dict(item)
-        tokens = item.get("kv_tokens_per_gpu")
-        replicas = item.get("replicas") or 1
-        fitting = bool(item.get("fits"))
-        shown = f"{tokens:,}" if isinstance(tokens, int) and fitting else "-"
-        if fitting and isinstance(tokens, int) and replicas > 1:
-            shown += f" (x{replicas} = {item.get('kv_tokens_total'):,})"
-        rows.append([escape(str(item.get("name"))), str(item.get("gpus")), human_bytes(item.get("weight_bytes_per_gpu")),
-                     human_bytes(item.get("kv_room_bytes_per_gpu")) if fitting else "-", shown,
+        tokens, replicas, fitting = item.kv_tokens_per_gpu, item.replicas or 1, item.fits
+        shown = f"{tokens:,}" if tokens is not None and fitting else "-"
+        if fitting and tokens is not None and replicas > 1:
+            shown += f" (x{replicas} = {item.kv_tokens_total:,})"
+        rows.append([escape(item.name), str(item.gpus), human_bytes(item.weight_bytes_per_gpu),
+                     human_bytes(item.kv_room_bytes_per_gpu) if fitting else "-", shown,
                      *_context_cells(item), "[green]fits[/green]" if fitting else "[red]no[/red]",
-                     "" if fitting else escape("; ".join(item.get("reasons") or []))])
+                     "" if fitting else escape("; ".join(item.reasons))])
     return Rows(LAYOUT_COLUMNS, rows, header_style="dim")
 
 
-def plan_section(profile: dict[str, Any]) -> Table:
-    plan = as_dict(profile.get("plan"))
+def plan_section(plan: Plan, drafter: DrafterPlan | None, engines: Engines) -> Table:
+    """The plan; with the profile's drafter plan, its lines (in ``plan.drafter``'s engine's terms when
+    ``introspect plan`` chose one) and which installed ``engines`` can serve each drafter."""
     table = _kv("Plan")
-    weights = as_dict(plan.get("weights"))
-    if weights:
-        split = as_dict(weights.get("bytes"))
-        _row(table, "weights", f"{human_bytes(weights.get('total_bytes'))} stored ("
-             + ", ".join(f"{k} {human_bytes(v)}" for k, v in split.items() if v) + ")")
-    gpus = as_dict(plan.get("gpus"))
-    if gpus:
-        _row(table, "for", f"{gpus.get('count')} x {human_bytes(gpus.get('memory_bytes'))}"
-             f"{' ' + str(gpus['name']) if gpus.get('name') else ''} ({gpus.get('source')}), "
-             f"memory fraction {plan.get('memory_fraction')}")
-    if isinstance(plan.get("max_model_len"), int):
-        _row(table, "context", f"one request of {plan['max_model_len']:,} tokens must fit "
-             f"(max-model-len from {plan.get('max_model_len_source')}), KV cache {plan.get('kv_dtype')}; "
+    weights = plan.weights
+    if weights is not None:
+        _row(table, "weights", f"{human_bytes(weights.total_bytes)} stored ("
+             + ", ".join(f"{k} {human_bytes(v)}" for k, v in weights.bytes.items() if v) + ")")
+    gpus = plan.gpus
+    if gpus is not None:
+        _row(table, "for", f"{gpus.count} x {human_bytes(gpus.memory_bytes)}"
+             f"{' ' + gpus.name if gpus.name else ''} ({gpus.source}), memory fraction {plan.memory_fraction}")
+    if plan.max_model_len is not None:
+        _row(table, "context", f"one request of {plan.max_model_len:,} tokens must fit "
+             f"(max-model-len from {plan.max_model_len_source}), KV cache {plan.kv_dtype}; "
              "requests = how many of that length fit at once")
-    _row(table, "KV per token", plan.get("kv_rule"))
-    if plan.get("layouts"):
-        table.add_row("layouts", _layout_table(plan["layouts"]))
-    _row(table, "best", plan.get("best"))
-    _row(table, "note", plan.get("reason"))
-    drafter = as_dict(as_dict(as_dict(profile.get("architecture")).get("speculative")).get("drafter_plan"))
-    if as_dict(plan.get("drafter")):
-        _engine_drafter_rows(table, as_dict(plan["drafter"]), drafter)
-    elif drafter:
-        dflash, eagle = as_dict(drafter.get("dflash")), as_dict(drafter.get("eagle3"))
-        mask = as_dict(dflash.get("mask_token"))
-        shown = f"{escape(str(mask.get('token')))}={mask.get('id')} ({mask.get('kind')})" if mask else "unknown"
-        _row(table, "DFlash drafter", f"target_layer_ids {dflash.get('target_layer_ids')} "
-             f"(hidden_states {dflash.get('hidden_states_indices')}; {_shape(dflash)}), mask {shown}, "
-             f"stop ids {dflash.get('stop_ids') or 'unknown'}")
-        _row(table, "EAGLE-3 drafter", f"aux layer ids {eagle.get('aux_layer_ids')} (hidden_states "
-             f"{eagle.get('hidden_states_indices')}), draft vocab {eagle.get('draft_vocab_size')}")
-        _row(table, "layer ids", drafter.get("convention"))
-    if drafter:
-        _served_rows(table, profile)
+    _row(table, "KV per token", plan.kv_rule)
+    if plan.layouts:
+        table.add_row("layouts", _layout_table(plan.layouts))
+    _row(table, "best", plan.best)
+    _row(table, "note", plan.reason)
+    if plan.drafter is not None:
+        _engine_drafter_rows(table, plan.drafter, drafter)
+    elif drafter is not None:
+        dflash, eagle, mask = drafter.dflash, drafter.eagle3, drafter.dflash.mask_token
+        shown = f"{escape(str(mask.token))}={mask.id} ({mask.kind})" if mask is not None else "unknown"
+        _row(table, "DFlash drafter", f"target_layer_ids {dflash.target_layer_ids} "
+             f"(hidden_states {dflash.hidden_states_indices}; {_shape(dflash)}), mask {shown}, "
+             f"stop ids {dflash.stop_ids or 'unknown'}")
+        _row(table, "EAGLE-3 drafter", f"aux layer ids {eagle.aux_layer_ids} (hidden_states "
+             f"{eagle.hidden_states_indices}), draft vocab {eagle.draft_vocab_size}")
+        _row(table, "layer ids", drafter.convention)
+    if drafter is not None:
+        _served_rows(table, engines)
     return table
 
 
-def _shape(dflash: dict[str, Any]) -> str:
-    taps = dflash.get("draft_taps") or len(dflash.get("target_layer_ids") or [])
-    return f"{taps} taps, {dflash.get('draft_layers')} layers, block {dflash.get('block_size')}"
+def _shape(dflash: DflashPlan | PlanDflashDrafter) -> str:
+    taps = dflash.draft_taps or len(dflash.target_layer_ids)
+    return f"{taps} taps, {dflash.draft_layers} layers, block {dflash.block_size}"
 
 
-def _engine_drafter_rows(table: Table, member: dict[str, Any], drafter: dict[str, Any]) -> None:
+def _engine_drafter_rows(table: Table, member: PlanDrafter, drafter: DrafterPlan | None) -> None:
     """The drafter lines of ``introspect plan``: ids, config keys and serving flags in one engine's terms."""
-    _row(table, "drafter engine", escape(f"{member.get('conventions')} ({member.get('choice')})"
-                                         + (f"; {member['unknown']}" if member.get("unknown") else "")))
-    dflash, eagle = as_dict(member.get("dflash")), as_dict(member.get("eagle3"))
-    plan_dflash = as_dict(drafter.get("dflash"))
-    mask = f"{dflash.get('mask_token')}={dflash.get('mask_token_id')}" if dflash.get("mask_token_id") is not None \
-        else f"unknown ({plan_dflash.get('mask_token_reason')})"
-    _row(table, "DFlash drafter", escape(f"{dflash.get('ids_key')} {dflash.get('target_layer_ids')} "
+    _row(table, "drafter engine", escape(f"{member.conventions} ({member.choice})"
+                                         + (f"; {member.unknown}" if member.unknown else "")))
+    dflash, eagle = member.dflash, member.eagle3
+    planned = drafter.dflash if drafter is not None else None
+    mask = f"{dflash.mask_token}={dflash.mask_token_id}" if dflash.mask_token_id is not None \
+        else f"unknown ({planned.mask_token_reason if planned is not None else None})"
+    _row(table, "DFlash drafter", escape(f"{dflash.ids_key} {dflash.target_layer_ids} "
                                          f"({_shape(dflash)}), mask {mask}, "
-                                         f"stop ids {plan_dflash.get('stop_ids') or 'unknown'}"))
-    _row(table, "  layer ids", escape(str(dflash.get("ids_convention"))))
-    _serve_row(table, dflash)
-    _row(table, "EAGLE-3 drafter", escape(f"{eagle.get('ids_key')} {eagle.get('aux_layer_ids')}, "
-                                          f"draft vocab {eagle.get('draft_vocab_size')}"))
-    _row(table, "  layer ids", escape(str(eagle.get("ids_convention"))))
-    _serve_row(table, eagle)
+                                         f"stop ids {(planned.stop_ids if planned is not None else None) or 'unknown'}"))
+    _row(table, "  layer ids", escape(dflash.ids_convention))
+    _serve_row(table, dflash.serving)
+    _row(table, "EAGLE-3 drafter", escape(f"{eagle.ids_key} {eagle.aux_layer_ids}, "
+                                          f"draft vocab {eagle.draft_vocab_size}"))
+    _row(table, "  layer ids", escape(eagle.ids_convention))
+    _serve_row(table, eagle.serving)
 
 
-def _serve_row(table: Table, item: dict[str, Any]) -> None:
-    serving = as_dict(item.get("serving"))
-    _row(table, "  serve with", escape(shlex.join(serving.get("args") or [])
-                                       + f"  # {serving.get('draft_tokens_rule')}"))
+def _serve_row(table: Table, serving: DrafterServing) -> None:
+    _row(table, "  serve with", escape(shlex.join(serving.args) + f"  # {serving.draft_tokens_rule}"))
 
 
-SERVING_SECTIONS = (engines_section, gpus_section, plan_section)
+def serving_tables(profile: ProfileDocument) -> list[Table]:
+    """The Engines, GPUs and Plan sections of the human report."""
+    return [engines_section(profile.engines), gpus_section(profile.gpus),
+            plan_section(profile.plan, profile.architecture.speculative.drafter_plan, profile.engines)]

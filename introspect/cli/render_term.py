@@ -103,7 +103,7 @@ class Fixes:
 
     items: list[str] = field(default_factory=list)
     hosts: dict[str, list[str]] = field(default_factory=dict)  # fix -> the hosts that need it, in order met
-    targets: dict[str, Any] = field(default_factory=dict)  # host -> its profile's target block (transport)
+    targets: dict[str, Mapping[str, Any]] = field(default_factory=dict)  # host -> its profile's target block (transport)
     order: list[str] = field(default_factory=list)  # the hosts, in the order first met
 
     def add(self, fix: object, host: str | None = None, target: Mapping[str, Any] | None = None) -> None:

@@ -11,13 +11,14 @@ import concurrent.futures
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from introspect.analysis.profile import PROFILE_SCHEMA
 from introspect.client.documents import read_document
 from introspect.client.hub import is_repo_id
 from introspect.client.model import ProbeRequest, probe_model
 from introspect.errors import IntrospectError, ModelPathError, UsageError
+from introspect.remote.contract import JSONObject
 from introspect.transport.base import Executor
 
 if TYPE_CHECKING:
@@ -49,6 +50,7 @@ class LiveOptions:
     load_tokenizer: bool
     hf_cache: str | None
     json_cap: int
+    load_model_code: bool = True
     inventory: Inventory | None = None  # what named the hosts (the profiles' settings say so)
 
 
@@ -86,20 +88,22 @@ def parse_side(text: str) -> Side:
                      hint="write HOST:/absolute/path/to/model or HOST:org/name[@rev]")
 
 
-def load_profile(path: str) -> dict[str, Any]:
+def load_profile(path: str) -> JSONObject:
+    """A saved profile as read: a user's file of any introspect version, the JSON the diff flattens."""
     return read_document(path, PROFILE_SCHEMA, what="an introspect profile",
                          hint="pass a file written by `introspect probe --output` (not --save-raw)")
 
 
-def live_profile(side: Side, make_executor: ExecutorFor, opts: LiveOptions) -> dict[str, Any]:
+def live_profile(side: Side, make_executor: ExecutorFor, opts: LiveOptions) -> JSONObject:
     """Probe one live target (resolving a hub id first) exactly as `introspect probe` does;
-    the profile carries the file hashes the diff compares."""
+    the profile (as ``probe --json`` prints it: the JSON the diff flattens, beside saved ones)
+    carries the file hashes the diff compares."""
     executor, entry = make_executor(side.host or "")
     request = ProbeRequest(
         model=side.repo_id or side.path or "", venv=opts.venv, python_exe=opts.python, timeout=opts.timeout,
         files_timeout=opts.files_timeout, no_remote_code=not opts.remote_code,
         no_tokenizer=not opts.load_tokenizer, max_json_bytes=opts.json_cap, hf_cache=opts.hf_cache,
-        no_cache=True)
+        no_model_code=not opts.load_model_code, no_cache=True)
     outcome = probe_model(request, executor, entry, opts.inventory)
     _check_raw(side, outcome.raw)
     return outcome.profile
@@ -118,9 +122,9 @@ def _check_raw(side: Side, raw: RawFacts) -> None:
                              hint="give the directory that holds config.json")
 
 
-def profiles_for(sides: list[Side], make_executor: ExecutorFor, opts: LiveOptions) -> list[dict[str, Any]]:
+def profiles_for(sides: list[Side], make_executor: ExecutorFor, opts: LiveOptions) -> list[JSONObject]:
     """Profiles in ``sides`` order; live ones probed in parallel, one connection each."""
-    out: dict[int, dict[str, Any]] = {}
+    out: dict[int, JSONObject] = {}
     with concurrent.futures.ThreadPoolExecutor(max_workers=2, thread_name_prefix="diff") as pool:
         futures = {i: pool.submit(live_profile, s, make_executor, opts)
                    for i, s in enumerate(sides) if s.file is None}

@@ -13,7 +13,7 @@ Channels per host are bounded (:attr:`HealthOptions.channels`) below sshd's defa
 ``MaxSessions`` of 10. The facts are judged by the pure :func:`evaluate_venv`; a host
 that cannot be reached gets one host-level ``reachable`` failure carrying the
 transport's one-line cause and its fix. :func:`run_health` runs hosts through the
-bounded, staggered :func:`introspect.client.fleet.run_fleet`; :func:`attach_drift` compares
+bounded, paced :func:`introspect.client.fleet.run_fleet`; :func:`attach_drift` compares
 each snapshot with the history, :func:`record_run` stores the run.
 """
 
@@ -23,7 +23,7 @@ import dataclasses
 import time
 from collections.abc import Callable, Hashable, Iterable, Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Final
+from typing import TYPE_CHECKING, Any, Final, TypedDict
 
 from introspect.checks.health import (
     DEFAULT_IMPORT_TIMEOUT,
@@ -32,13 +32,16 @@ from introspect.checks.health import (
     evaluate_venv,
     probe_request,
 )
-from introspect.checks.history import HistoryStore, Snapshot, drift, snapshot_from
+from introspect.checks.history import Snapshot, snapshot_from
 from introspect.checks.history_guard import GuardedHistory
-from introspect.client.fleet import DEFAULT_STAGGER_S, FleetInterrupted, FleetMonitor, ItemFailure, run_fleet
+from introspect.client.fleet import FleetInterrupted, FleetMonitor, ItemFailure, run_fleet
+from introspect.client.fleet_ahead import DialAhead
+from introspect.client.fleet_pacing import endpoint_of
+from introspect.client.health_history import attach_drift, record_run
 from introspect.client.runner import Channel, ChannelResult, run_channels
 from introspect.errors import ConnectError, IntrospectError, ProbeTimeout
 from introspect.inventory import HostEntry, VenvEntry
-from introspect.remote.contract import DEFAULT_TOKENIZER_TIMEOUT
+from introspect.remote.contract import DEFAULT_TOKENIZER_TIMEOUT, JSONObject
 from introspect.transport.base import Executor
 from introspect.userconfig import choose_remote_code
 
@@ -102,6 +105,14 @@ class _Job:
     model: str | None = None
 
 
+class LostEvidence(TypedDict, total=False):
+    """What the ``reachable`` check of a host that could not be reached, or was lost, adds as evidence."""
+
+    type: str  # the exception class
+    stage: str | None  # the transport's stage (tcp, auth, ...)
+    after_login: bool  # the connection dropped after login
+
+
 @dataclass
 class _Outcome:
     facts: Any = None
@@ -117,10 +128,10 @@ def check_host(host: HostEntry, executor: Executor, options: HealthOptions = Hea
     monitor = monitor or FleetMonitor(0.0)
     with monitor.connection(host.name, closer=executor.close):
         try:
-            reach_error, reach_fix, evidence = _connect(executor)
+            reach_error, reach_fix, evidence = _connect(lambda: monitor.login(endpoint_of(host), executor.connect))
             if reach_error is not None:
                 return _unreachable(host, reach_error, reach_fix, evidence, time.monotonic() - started,
-                                    _connections(executor))
+                                    executor.connections_opened)
             outcomes = _run_jobs(executor, _jobs(host), options, (host.name, host.address))
         finally:
             executor.close()
@@ -131,14 +142,14 @@ def check_host(host: HostEntry, executor: Executor, options: HealthOptions = Hea
         cause = f"the connection dropped after login: {_describe(lost)}"
         return _unreachable(host, cause, check_reachable(cause, host).fix or lost.hint,
                             {"type": type(lost).__name__, "stage": lost.stage, "after_login": True},
-                            time.monotonic() - started, _connections(executor))
-    return _reachable_report(host, outcomes, time.monotonic() - started, _connections(executor))
+                            time.monotonic() - started, executor.connections_opened)
+    return _reachable_report(host, outcomes, time.monotonic() - started, executor.connections_opened)
 
 
-def _connect(executor: Executor) -> tuple[str | None, str | None, dict[str, Any]]:
-    """(cause, fix, evidence) of a failed connect, or (None, None, {}) when connected."""
+def _connect(connect: Callable[[], object]) -> tuple[str | None, str | None, LostEvidence]:
+    """(cause, fix, evidence) of a failed ``connect()``, or (None, None, {}) when connected."""
     try:
-        executor.connect()
+        connect()
     except IntrospectError as exc:
         return _describe(exc), exc.hint, {"type": type(exc).__name__, "stage": exc.stage}
     except Exception as exc:  # noqa: BLE001 - a transport bug must still be this host's result only
@@ -202,8 +213,9 @@ def _describe(exc: IntrospectError) -> str:
     return f"[{exc.stage}] {exc.message}" if exc.stage else exc.message
 
 
-def _tokenizer_result(outcome: _Outcome) -> dict[str, Any]:
-    """The tokenizer probe's facts, or a failed result in the same shape (check_tokenizer reads it)."""
+def _tokenizer_result(outcome: _Outcome) -> JSONObject:
+    """The tokenizer probe's facts (the host's reply, read as sent), or a failed result in the same
+    shape (check_tokenizer reads it)."""
     if outcome.error is None:
         return outcome.facts
     timed_out = outcome.error_type == "timeout"
@@ -234,7 +246,7 @@ def _reachable_report(host: HostEntry, outcomes: dict[_Job, _Outcome], seconds: 
                       connections)
 
 
-def _unreachable(host: HostEntry, cause: str, fix: str | None, evidence: dict[str, Any], seconds: float,
+def _unreachable(host: HostEntry, cause: str, fix: str | None, evidence: LostEvidence, seconds: float,
                  connections: int) -> HostReport:
     result = check_reachable(cause, host)
     # The transport's hint names the precise fix (--accept-new, the key, the port);
@@ -246,10 +258,6 @@ def _unreachable(host: HostEntry, cause: str, fix: str | None, evidence: dict[st
     return HostReport(host.name, host.url or host.address, [result], venvs, snapshots, seconds, connections)
 
 
-def _connections(executor: Executor) -> int:
-    return executor.connections_opened
-
-
 # ------------------------------------------------------------------------- fleet
 
 
@@ -259,15 +267,16 @@ def run_health(
     *,
     parallel: int,
     options: HealthOptions = HealthOptions(),
-    stagger_s: float = DEFAULT_STAGGER_S,
+    stagger_s: float = 0.0,  # no global start rate: check_host logs in through monitor.login
     monitor: FleetMonitor | None = None,
     on_done: Callable[[HostReport], None] | None = None,
 ) -> list[HostReport]:
     """Check every host (at most ``parallel`` at once); reports in ``hosts`` order."""
     monitor = monitor if monitor is not None else FleetMonitor(stagger_s)
+    ahead = DialAhead(hosts, executor_for, parallel=parallel, cancelled=lambda: monitor.cancelled)
 
     def work(host: HostEntry) -> HostReport:
-        return check_host(host, executor_for(host), options, monitor)
+        return check_host(host, ahead.take(host), options, monitor)  # the executor maybe dialled ahead
 
     def failed(host: HostEntry, exc: BaseException, seconds: float) -> HostReport:
         # Only a bug gets here (check_host reports every expected failure itself).
@@ -283,7 +292,8 @@ def run_health(
         return result if isinstance(result, HostReport) else failed(result.item, result.error, result.seconds)
 
     try:
-        reports = run_fleet(hosts, work, parallel=parallel, monitor=monitor, on_error=failed, on_done=done)
+        with ahead:
+            reports = run_fleet(hosts, work, parallel=parallel, monitor=monitor, on_error=failed, on_done=done)
     except FleetInterrupted as stop:  # the hosts that finished are kept; the others were not checked
         from introspect.client.health_stop import HealthInterrupted, not_checked
 
@@ -293,23 +303,6 @@ def run_health(
 
 
 # ------------------------------------------------------------------ drift, history
-
-
-def attach_drift(reports: Iterable[HostReport], store: HistoryStore | GuardedHistory) -> None:
-    """Compare each snapshot with the latest stored one for its (host, venv).
-
-    Host-level drift (unreachable/recovered) would repeat once per venv: it is kept
-    once, with the host's results; package and tokenizer drift go to their venv.
-    """
-    for report in reports:
-        by_path = {v.path: v for v in report.venvs}
-        for snap in report.snapshots:
-            for finding in drift(store.previous_snapshot(snap.host, snap.venv), snap):
-                if finding.check.startswith("drift:host-"):
-                    if all(r.check != finding.check for r in report.host_results):
-                        report.host_results.append(finding)
-                elif snap.venv in by_path:
-                    by_path[snap.venv].drift.append(finding)
 
 
 @dataclass
@@ -330,7 +323,7 @@ def check_and_record(hosts: Sequence[HostEntry], executor_for: Callable[[HostEnt
     """Check every host, compare with the previous run, and store this one (a database that
     cannot take it costs the run nothing: ``store`` turns that into a note)."""
     started = time.time()
-    monitor = FleetMonitor(DEFAULT_STAGGER_S)
+    monitor = FleetMonitor(0.0)  # logins paced per sshd (fleet_pacing.py), no global start rate
     try:
         reports = run_health(hosts, executor_for, parallel=parallel, options=options, monitor=monitor,
                              on_done=on_done)
@@ -345,14 +338,6 @@ def check_and_record(hosts: Sequence[HostEntry], executor_for: Callable[[HostEnt
     attach_drift(reports, store)  # before recording: "previous" must be the last stored run
     run_id = record_run(store, reports, argv=argv, started_at=started, finished_at=finished)
     return HealthRun(reports, run_id, started, finished, {"parallel": parallel, **monitor.stats()})
-
-
-def record_run(store: HistoryStore | GuardedHistory, reports: Sequence[HostReport], *, argv: Sequence[str],
-               started_at: float, finished_at: float) -> int | None:
-    rows = [row for report in reports for row in report.rows()]
-    snapshots = [snap for report in reports for snap in report.snapshots]
-    return store.record_run(argv=argv, started_at=started_at, finished_at=finished_at, results=rows,
-                            snapshots=snapshots)
 
 
 # -------------------------------------------------------------------------- data

@@ -15,11 +15,14 @@ from __future__ import annotations
 import os
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, TypedDict
+from typing import TYPE_CHECKING, Any, TypedDict
 
 from introspect.inventory.checker import HOST_NAME_RE
 from introspect.inventory.model import HostEntry, Inventory, VenvEntry
 from introspect.transport.names import host_problem, port_problem, user_problem
+
+if TYPE_CHECKING:
+    from paramiko.config import SSHConfigDict
 
 DEFAULT_SSH_CONFIG = "~/.ssh/config"
 _PATTERN_CHARS = "*?!"
@@ -102,7 +105,7 @@ def from_ssh_config(path: str | None) -> Starter:
     return starter
 
 
-def _resolved(options: dict[str, Any], name: str) -> HostYaml:
+def _resolved(options: SSHConfigDict, name: str) -> HostYaml:
     """What ``--ssh-config FILE`` says of ``name`` (paramiko's lookup: its lower-cased keywords
     and their values as written), as hosts.yaml keys (only what the file sets)."""
     entry = HostYaml()
@@ -112,8 +115,12 @@ def _resolved(options: dict[str, Any], name: str) -> HostYaml:
         entry["user"] = options["user"]
     if options.get("port"):
         entry["port"] = int(options["port"]) if str(options["port"]).isdigit() else options["port"]
-    if options.get("identityfile"):
-        entry["identity"] = options["identityfile"][0]
+    # IdentityFile may be given several times: paramiko keeps a list of them, in order, where its
+    # stubs say str (paramiko/config.py SSHConfig.parse, "identityfile ... allowed to be specified
+    # multiple times": https://github.com/paramiko/paramiko/blob/main/paramiko/config.py).
+    identities: object = options.get("identityfile")
+    if isinstance(identities, list) and identities:
+        entry["identity"] = str(identities[0])
     if options.get("proxyjump") and options["proxyjump"].lower() != "none":
         entry["jump"] = options["proxyjump"]
     return entry

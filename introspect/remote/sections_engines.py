@@ -1,7 +1,9 @@
-"""Shape of an engine's speculative readiness for one model (facts/host/engine_readiness.py).
+"""Shape of an engine's speculative readiness for one model (facts/host/engine_readiness.py), and of the
+``engines`` section that carries it (facts/host/engines.py).
 
-Re-exported by :mod:`introspect.remote.sections`; import it from there. Standard
-library only, Python 3.8 (the functional ``TypedDict`` form where a key is ``class``).
+The readiness shapes are re-exported by :mod:`introspect.remote.sections`; import them from there; the
+engine-level ones (``EnginesFacts`` ...) from here. Standard library only, Python 3.8 (the functional
+``TypedDict`` form where a key is ``class``).
 """
 
 from __future__ import annotations
@@ -45,3 +47,46 @@ class EngineReadiness(TypedDict):
     files_parsed: int
     methods: List[MethodReadiness]
     notes: List[str]
+
+
+# One class an engine registers (facts/host/engines.py): SGLang gives its module and file, vLLM its
+# module, class and registry table.
+EngineClass = TypedDict("EngineClass", {"module": str, "file": str, "class": str, "table": str}, total=False)
+
+
+class EngineArchitectures(TypedDict):
+    source: str  # where the registrations were read, relative to the engine's package
+    classes: Dict[str, EngineClass]  # architecture name -> its registration
+
+
+class EngineSpeculativeFacts(TypedDict):
+    source: str
+    algorithms: List[str]  # the speculative algorithms the version defines
+
+
+class EngineQuantizationFacts(TypedDict, total=False):
+    source: str
+    methods: List[str]
+    conditional: Dict[str, str]  # method -> the condition it is registered under (SGLang)
+
+
+class EngineFacts(TypedDict):
+    """One installed engine, read from its sources without importing it (facts/host/engines.py)."""
+
+    name: str
+    distribution: str
+    version: Optional[str]
+    location: Optional[str]
+    layout: str  # "read" | "version-only"
+    architectures: Optional[EngineArchitectures]
+    speculative: Optional[EngineSpeculativeFacts]
+    quantization: Optional[EngineQuantizationFacts]
+    readiness: Optional[EngineReadiness]
+    notes: List[str]
+
+
+class EnginesFacts(TypedDict):
+    """The model task's ``engines`` section."""
+
+    searched: List[str]
+    engines: List[EngineFacts]

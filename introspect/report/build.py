@@ -4,18 +4,20 @@ document, or several profiles), with the health timelines attached to the fleet 
 
 from __future__ import annotations
 
-import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass
 
 from introspect import __version__
-from introspect.redact import scrub_document
-from introspect.remote.contract import as_dict
+from introspect.documents.compare import CompareDocument
+from introspect.documents.health import HealthDocument
+from introspect.documents.listing import FleetProfilesDocument
+from introspect.documents.profile import ProfileDocument
+from introspect.documents.profile_serving import Plan
 from introspect.report.fleet_page import FleetPage, Matrix, fleet_page, matrix_of
 from introspect.report.history import Health, from_health_document
 from introspect.report.inputs import Loaded, compare_fleet, compare_profiles, history
 from introspect.report.model_page import ModelPage, model_page
-from introspect.report.plan_page import PlanPage, plan_page, read_plan
+from introspect.report.plan_page import PlanPage, plan_page
 
 Page = ModelPage | PlanPage | FleetPage
 
@@ -29,25 +31,20 @@ class Report:
 
 
 def build_report(loaded: Sequence[Loaded]) -> Report:
-    """The pages of the documents and history databases ``loaded`` (:func:`introspect.report.inputs.load`).
-
-    Every document is masked first (:func:`introspect.redact.scrub_document`, the last guard of every
-    file introspect writes): a profile saved by hand or an older version must not carry a token
-    into a page that is pasted into tickets."""
-    loaded = [dataclasses.replace(item, document=scrub_document(item.document)) if item.document is not None
-              else item for item in loaded]
+    """The pages of the documents and history databases ``loaded`` (:func:`introspect.report.inputs.load`:
+    typed, and masked there)."""
     healths = _healths(loaded)
-    profiles = [item for item in loaded if item.kind == "profile"]
+    profiles = [(item.label, item.path, item.document) for item in loaded
+                if isinstance(item.document, ProfileDocument)]
     models: list[Page] = []
     plans: list[Page] = []
-    for n, item in enumerate(profiles, 1):
-        document = as_dict(item.document)
-        models.append(model_page(document, f"model-{n}", item.label))
-        section = as_dict(document.get("plan"))
-        if section.get("layouts"):
-            plans.append(plan_page(read_plan(section, item.label), f"plan-{len(plans) + 1}", item.label))
-    for item in (i for i in loaded if i.kind == "plan"):
-        plans.append(plan_page(read_plan(as_dict(item.document), item.label), f"plan-{len(plans) + 1}", item.label))
+    for n, (label, _, profile) in enumerate(profiles, 1):
+        models.append(model_page(profile, f"model-{n}", label))
+        if profile.plan.layouts:
+            plans.append(plan_page(profile.plan, f"plan-{len(plans) + 1}", label))
+    for item in loaded:
+        if isinstance(item.document, Plan):
+            plans.append(plan_page(item.document, f"plan-{len(plans) + 1}", item.label))
     matrices = _matrices(loaded, profiles)
     fleets: list[Page] = []
     for n in range(max(len(matrices), len(healths))):
@@ -61,20 +58,21 @@ def build_report(loaded: Sequence[Loaded]) -> Report:
 def _healths(loaded: Sequence[Loaded]) -> list[tuple[str, Health]]:
     out = []
     for item in loaded:
-        if item.kind == "health":
-            out.append((item.label, from_health_document(as_dict(item.document), f"health run {item.label}")))
+        if isinstance(item.document, HealthDocument):
+            out.append((item.label, from_health_document(item.document, f"health run {item.label}")))
         elif item.kind == "history" and item.path is not None:
             out.append((item.label, history(item.path)))
     return out
 
 
-def _matrices(loaded: Sequence[Loaded], profiles: list[Loaded]) -> list[tuple[str, Matrix]]:
+def _matrices(loaded: Sequence[Loaded], profiles: list[tuple[str, str | None, ProfileDocument]]
+              ) -> list[tuple[str, Matrix]]:
     out = []
     for item in loaded:
-        if item.kind == "compare":
-            out.append((item.label, matrix_of(as_dict(item.document))))
-        elif item.kind == "fleet":
-            out.append((item.label, matrix_of(compare_fleet(item))))
+        if isinstance(item.document, CompareDocument):
+            out.append((item.label, matrix_of(item.document)))
+        elif isinstance(item.document, FleetProfilesDocument):
+            out.append((item.label, matrix_of(compare_fleet(item.document, item.path))))
     if len(profiles) > 1:  # several profiles: which of them differ is the fleet question
         out.append((f"{len(profiles)} profiles", matrix_of(compare_profiles(profiles))))
     return out

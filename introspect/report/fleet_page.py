@@ -9,12 +9,15 @@ majorities and odd cells are shown as they are, never judged again here. The hea
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
-from typing import Any
 
 from markupsafe import Markup
 
+from introspect.documents.compare import Column as CompareColumn
+from introspect.documents.compare import CompareDocument
+from introspect.documents.compare import Row as CompareRow
 from introspect.remote.contract import as_dict
 from introspect.report.history import Change, Health
 from introspect.report.svg import Picture, group, legend, rect, tag, text, title
@@ -75,48 +78,49 @@ class FleetPage:
     kind: str = field(default="fleet", init=False)
 
 
-def matrix_of(document: dict[str, Any]) -> Matrix:
+def matrix_of(document: CompareDocument) -> Matrix:
     """The page's matrix of a compare document; the rows without a profile (unreachable first) on top."""
     from introspect.cli.cmd_compare import shown  # the same words the terminal table uses
 
-    columns = [as_dict(c) for c in document.get("columns") or []]
-    wide = [c for c in columns if c.get("differs") or (not c.get("judged") and (c.get("distinct") or 0) > 1)]
+    wide = [c for c in document.columns if c.differs or (not c.judged and c.distinct > 1)]
     rows = []
-    for row in map(as_dict, document.get("rows") or []):
-        odd = set(row.get("odd") or [])
+    for row in document.rows:
         cells = []
         for column in wide:
-            fact = as_dict(as_dict(row.get("facts")).get(str(column.get("key"))))
+            fact = _fact(row, column.key)
             known = bool(fact.get("known"))
-            cells.append(MatrixCell(str(column.get("key")), shown(str(column.get("kind")), fact.get("value"))
-                                    if known else "?", known, column.get("key") in odd, fact.get("reason")))
-        code, error = row.get("exit_code"), as_dict(row.get("error"))
-        rows.append(MatrixRow(str(row.get("label")), row.get("host"),
-                              str(error.get("message") or "no profile") if row.get("error") else None,
-                              str(error["hint"]) if error.get("hint") else None,
-                              code if isinstance(code, int) else None, cells))
+            reason = fact.get("reason")
+            cells.append(MatrixCell(column.key, shown(column.kind, fact.get("value")) if known else "?", known,
+                                    column.key in row.odd, reason if isinstance(reason, str) else None))
+        error = row.error or {}  # why the row has no profile, as the compare run wrote it
+        rows.append(MatrixRow(row.label, row.host, str(error.get("message") or "no profile") if row.error else None,
+                              str(error["hint"]) if error.get("hint") else None, row.exit_code, cells))
     rows.sort(key=lambda r: 0 if r.error and r.exit_code == 3 else 1 if r.error else 2)  # stable: else as given
-    same, unknown = _agreed(document, [c for c in columns if c not in wide], shown)
-    columns_shown = [Column(str(c.get("key")), str(c.get("title")), bool(c.get("differs"))) for c in wide]
+    same, unknown = _agreed(document, [c for c in document.columns if c not in wide], shown)
+    columns_shown = [Column(c.key, c.title, c.differs) for c in wide]
     compared = sum(1 for row in rows if row.error is None)
-    return Matrix(columns_shown, rows, list(document.get("differing") or []), compared, len(rows),
-                  document.get("model"), same, unknown)
+    return Matrix(columns_shown, rows, list(document.differing), compared, len(rows), document.model, same, unknown)
 
 
-def _agreed(document: dict[str, Any], columns: list[dict[str, Any]], shown: Any
+def _fact(row: CompareRow, key: str) -> Mapping[str, object]:
+    """The cell of fact ``key`` in ``row`` (value, known, reason), as the compare document holds it."""
+    return as_dict(row.facts.get(key))
+
+
+def _agreed(document: CompareDocument, columns: list[CompareColumn], shown: Callable[[str, object], str]
             ) -> tuple[list[tuple[str, str, str]], list[tuple[str, str]]]:
     """The columns one value fills on every row that knows it, and those no row knows (with why)."""
-    rows = [as_dict(r) for r in document.get("rows") or [] if not as_dict(r).get("error")]
+    rows = [r for r in document.rows if not r.error]
     compared = len(rows)
     same, unknown = [], []
     for column in columns:
-        facts = [as_dict(as_dict(r.get("facts")).get(str(column.get("key")))) for r in rows]
+        facts = [_fact(r, column.key) for r in rows]
         known = [f for f in facts if f.get("known")]
         if known:
             partial = f"known for {len(known)} of {compared}" if len(known) < compared else ""
-            same.append((str(column.get("title")), shown(str(column.get("kind")), known[0].get("value")), partial))
+            same.append((column.title, shown(column.kind, known[0].get("value")), partial))
         elif facts:
-            unknown.append((str(column.get("title")), str(facts[0].get("reason"))))
+            unknown.append((column.title, str(facts[0].get("reason"))))
     return same, unknown
 
 

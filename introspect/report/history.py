@@ -10,12 +10,13 @@ packages before and after, ``drift:host-*``, ``drift:tokenizer-*``:
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
 
 from introspect.checks.history import HistoryStore
-from introspect.checks.result import CheckResult, Status
+from introspect.checks.result import CheckResult
+from introspect.documents.health import CheckResult as CheckRecord
+from introspect.documents.health import HealthDocument
 from introspect.remote.contract import as_dict
 
 RANK = {"unreachable": 0, "fail": 1, "warn": 2, "pass": 3, "none": 4}  # the order hosts are listed in
@@ -82,7 +83,8 @@ def changes_of(run_id: int | None, started_at: float, rows: Iterable[Row]) -> li
     return out
 
 
-def _version(item: dict[str, Any], key: str) -> str | None:
+def _version(item: Mapping[str, object], key: str) -> str | None:
+    """A package's version in a drift result's evidence (JSON, as the run stored it)."""
     return str(item[key]) if item.get(key) is not None else None
 
 
@@ -104,30 +106,26 @@ def from_store(store: HistoryStore, source: str, limit: int) -> Health:
     return Health(source, runs, _host_order(runs), changes)
 
 
-def from_health_document(document: dict[str, Any], source: str) -> Health:
+def from_health_document(document: HealthDocument, source: str) -> Health:
     """One run (``introspect health --json``): each host's checks, its venvs' checks and drift."""
     rows: list[Row] = []
     unchecked = []
-    for host in map(as_dict, document.get("hosts") or []):
-        name = str(host.get("name"))
-        if host.get("reachable") is None:  # the run stopped before this host: not checked
-            unchecked.append(name)
+    for host in document.hosts:
+        if host.reachable is None:  # the run stopped before this host: not checked
+            unchecked.append(host.name)
             continue
-        rows += [(name, None, _result(r)) for r in host.get("checks") or []]
-        for venv in map(as_dict, host.get("venvs") or []):
-            rows += [(name, str(venv.get("path")), _result(r)) for r in [*venv.get("checks", []), *venv.get("drift", [])]]
-    started = float(document.get("started_at") or 0.0)
-    column = _column(document.get("run_id"), started, rows)
+        rows += [(host.name, None, _result(r)) for r in host.checks]
+        for venv in host.venvs:
+            rows += [(host.name, venv.path, _result(r)) for r in [*venv.checks, *venv.drift]]
+    started = float(document.started_at or 0.0)
+    column = _column(document.run_id, started, rows)
     column.hosts.update({name: HostRun("none") for name in unchecked})
-    return Health(source, [column], _host_order([column]), changes_of(document.get("run_id"), started, rows))
+    return Health(source, [column], _host_order([column]), changes_of(document.run_id, started, rows))
 
 
-def _result(item: Any) -> CheckResult:
-    item = as_dict(item)
-    statuses: dict[str, Status] = {"pass": "pass", "fail": "fail", "warn": "warn"}
-    status = statuses.get(str(item.get("status")), "info")
-    return CheckResult(str(item.get("check")), status, str(item.get("message") or ""), item.get("fix"),
-                       as_dict(item.get("evidence")))
+def _result(item: CheckRecord) -> CheckResult:
+    """A check of a health document (its typed record) as the checks and the history store hold it."""
+    return CheckResult(item.check, item.status, item.message, item.fix, item.evidence)
 
 
 def _host_order(runs: list[RunColumn]) -> list[str]:

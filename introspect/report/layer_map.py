@@ -11,12 +11,11 @@ bytes, taps) so that a test or a script reads the same facts the picture shows.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
 
 from introspect.analysis.architecture import kinds as k
 from introspect.analysis.architecture.mixers import words as kind_words
 from introspect.cli.render_term import human_bytes
-from introspect.remote.contract import as_dict
+from introspect.documents.profile_architecture import Architecture, KvKind, Speculative
 from introspect.report.svg import Picture, group, legend, rect, tag, text, title
 
 # The mixer families the map colours (a kind keeps its own name in data-kind and the tooltip).
@@ -53,21 +52,17 @@ class LayerMap:
     reason: str | None = None  # why there is no map
 
 
-def layer_map(arch: dict[str, Any]) -> LayerMap:
+def layer_map(arch: Architecture) -> LayerMap:
     """The cells of ``arch`` (a profile's architecture section)."""
-    layers = as_dict(arch.get("layers"))
-    count = arch.get("num_layers")
-    pattern: list[Any] = layers["pattern"] if isinstance(layers.get("pattern"), list) else []
-    taps = _taps(arch)
-    mtp = as_dict(arch.get("mtp")).get("layers")
-    mtp_layers = mtp if isinstance(mtp, int) and not isinstance(mtp, bool) and mtp > 0 else 0
-    if not isinstance(count, int) or count <= 0:
+    count, pattern, ffn = arch.num_layers, arch.layers.pattern or [], arch.layers.ffn or []
+    taps = _taps(arch.speculative)
+    mtp_layers = max(arch.mtp.layers, 0)
+    if count is None or count <= 0:
         return LayerMap([], 0, taps, [], reason="the profile does not state the number of decoder layers")
-    ffn: list[Any] = layers["ffn"] if isinstance(layers.get("ffn"), list) else []
-    per_kind = as_dict(as_dict(arch.get("kv_cache")).get("per_kind"))
+    per_kind = arch.kv_cache.per_kind if arch.kv_cache is not None else {}
     cells = []
     for index in range(count):
-        kind = str(pattern[index]) if index < len(pattern) and pattern[index] else "unknown"
+        kind = pattern[index] if index < len(pattern) and pattern[index] else "unknown"
         per_token, state, shared = _cache_of(kind, per_kind)
         moe_or_dense = ffn[index] if index < len(ffn) and ffn[index] in ("dense", "moe") else None
         cells.append(LayerCell(index, kind, moe_or_dense, per_token, state, shared,
@@ -75,57 +70,50 @@ def layer_map(arch: dict[str, Any]) -> LayerMap:
     return LayerMap(cells, mtp_layers, taps, _notes(arch, pattern, count))
 
 
-def _cache_of(kind: str, per_kind: dict[str, Any]) -> tuple[int | None, int | None, bool]:
+def _cache_of(kind: str, per_kind: dict[str, KvKind]) -> tuple[int | None, int | None, bool]:
     """(KV bytes per token, state bytes per sequence, shares KV) of one layer of ``kind``; a parallel
     ``a+b`` layer keeps both parts' caches. None where the profile states no figure."""
     per_token: int | None = None
     state: int | None = None
     shared = False
     for part in kind.split("+"):
-        entry = as_dict(per_kind.get(part))
-        if isinstance(entry.get("bytes_per_token_per_layer"), int):
-            per_token = (per_token or 0) + entry["bytes_per_token_per_layer"]
-        if isinstance(entry.get("state_bytes_per_layer"), int):
-            state = (state or 0) + entry["state_bytes_per_layer"]
-        shared = shared or bool(entry.get("kv_shared_layers"))
+        entry = per_kind.get(part)
+        if entry is None:
+            continue
+        if entry.bytes_per_token_per_layer is not None:
+            per_token = (per_token or 0) + entry.bytes_per_token_per_layer
+        if entry.state_bytes_per_layer is not None:
+            state = (state or 0) + entry.state_bytes_per_layer
+        shared = shared or bool(entry.kv_shared_layers)
     return per_token, state, shared
 
 
-def _taps(arch: dict[str, Any]) -> dict[str, list[int]]:
-    spec = as_dict(arch.get("speculative"))
-    plan = as_dict(spec.get("drafter_plan"))
-    found: list[int] = []
-    for drafter in spec.get("drafters") or []:
-        found += [i for i in as_dict(drafter).get("target_layer_ids") or [] if isinstance(i, int)]
-    return {"dflash": _ints(as_dict(plan.get("dflash")).get("target_layer_ids")),
-            "eagle3": _ints(as_dict(plan.get("eagle3")).get("aux_layer_ids")), "found": sorted(set(found))}
+def _taps(spec: Speculative) -> dict[str, list[int]]:
+    plan = spec.drafter_plan
+    found = [i for drafter in spec.drafters for i in drafter.target_layer_ids or []]
+    return {"dflash": list(plan.dflash.target_layer_ids) if plan else [],
+            "eagle3": list(plan.eagle3.aux_layer_ids) if plan else [], "found": sorted(set(found))}
 
 
-def _ints(value: Any) -> list[int]:
-    return [i for i in value if isinstance(i, int) and not isinstance(i, bool)] if isinstance(value, list) else []
-
-
-def _notes(arch: dict[str, Any], pattern: list[Any], count: int) -> list[str]:
-    layers, kv = as_dict(arch.get("layers")), as_dict(arch.get("kv_cache"))
+def _notes(arch: Architecture, pattern: list[str], count: int) -> list[str]:
+    kv = arch.kv_cache
     notes = []
     if not pattern:
-        notes.append(f"which mixer each of the {count} layers has is not stated: {layers.get('why') or 'no layout'}")
-    for kind, entry in as_dict(kv.get("per_kind")).items():
-        by_engine = {engine: size for engine, size in as_dict(as_dict(entry).get("state_bytes_per_layer_by_engine"))
-                     .items() if isinstance(size, int)}
+        notes.append(f"which mixer each of the {count} layers has is not stated: {arch.layers.why or 'no layout'}")
+    for kind, entry in (kv.per_kind if kv is not None else {}).items():
+        by_engine = entry.state_bytes_per_layer_by_engine or {}
         if len(set(by_engine.values())) > 1:  # the engines keep the state in different dtypes
             notes.append(f"{kind_words(kind)} state per layer differs by engine: " + ", ".join(
                 f"{engine} {human_bytes(size)}" for engine, size in by_engine.items())
-                + f"; the cells show the profile's {human_bytes(as_dict(entry).get('state_bytes_per_layer'))}")
-        shared = as_dict(entry).get("kv_shared_layers")
-        if shared:
-            notes.append(f"{shared} of the {as_dict(entry).get('layers')} {kind_words(kind)} layers reuse another "
+                + f"; the cells show the profile's {human_bytes(entry.state_bytes_per_layer)}")
+        if entry.kv_shared_layers:
+            notes.append(f"{entry.kv_shared_layers} of the {entry.layers} {kind_words(kind)} layers reuse another "
                          "layer's KV (kv_shared_layers) and keep none of their own; the profile does not say "
                          "which, so each cell shows what a layer that keeps its own adds")
-    if kv.get("sliding_window_cap"):
-        notes.append(f"windowed layers keep at most {kv['sliding_window_cap']} tokens of KV "
+    if kv is not None and kv.sliding_window_cap:
+        notes.append(f"windowed layers keep at most {kv.sliding_window_cap} tokens of KV "
                      "(the sliding window or attention chunk)")
-    if not kv:
+    if kv is None:
         notes.append("the profile states no KV cache geometry: no bytes are shown per layer")
     return notes
 

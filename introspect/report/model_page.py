@@ -8,13 +8,16 @@ is shown as unknown with the reason it gives.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
 
 from markupsafe import Markup
 
 from introspect.analysis.result import target_where
 from introspect.cli.render import FIVE_QUESTIONS
-from introspect.remote.contract import as_dict
+from introspect.documents.profile import Finding as ProfileFinding
+from introspect.documents.profile import ProfileDocument
+from introspect.documents.profile_architecture import Architecture
+from introspect.documents.profile_tokenizer import AutoTokenizer, ChatTemplate, Tokenizer
+from introspect.remote.contract import JSONObject
 from introspect.report import layer_map as maps
 from introspect.report import params as param_view
 
@@ -83,102 +86,92 @@ class ModelPage:
     kind: str = field(default="model", init=False)
 
 
-def model_page(profile: dict[str, Any], page_id: str, label: str) -> ModelPage:
-    arch = as_dict(profile.get("architecture"))
-    target = as_dict(profile.get("target"))
-    name = str(arch.get("model_type") or "unknown model type")
+def model_page(profile: ProfileDocument, page_id: str, label: str) -> ModelPage:
+    arch, target = profile.architecture, profile.target
+    name = arch.model_type or "unknown model type"
     layers = maps.layer_map(arch)
     drawn = maps.draw(layers, f"layer map of {name}: one cell per decoder layer")
     params = param_view.params_of(arch)
     bar = param_view.draw(params, f"parameters of {name} by component")
-    return ModelPage(page_id, f"{name} ({label})", f"{target_where(target)}:{target.get('model_path')}",
+    return ModelPage(page_id, f"{name} ({label})", f"{target_where(target.to_dict())}:{target.model_path}",
                      _facts(profile), _answers(arch), _confidence(arch), layers, drawn.markup() if drawn else None,
-                     params, bar.markup() if bar else None, tokenizer_card(as_dict(profile.get("tokenizer"))),
-                     _findings(profile))
+                     params, bar.markup() if bar else None, tokenizer_card(profile.tokenizer),
+                     _findings(profile.findings))
 
 
-def _answers(arch: dict[str, Any]) -> list[Answer]:
-    summary, evidence = as_dict(arch.get("summary")), as_dict(arch.get("evidence"))
+def _answers(arch: Architecture) -> list[Answer]:
     out = []
     for question, key, group in FIVE_QUESTIONS:
-        pairs = [f"{k} = {_value(v)}" for k, v in as_dict(evidence.get(group)).items()]
-        words = summary.get(key)
+        evidence: JSONObject | None = getattr(arch.evidence, group)  # config keys and values, as read
+        pairs = [f"{k} = {_value(v)}" for k, v in (evidence or {}).items()]
+        words = getattr(arch.summary, key)
         out.append(Answer(question, str(words) if words else None, pairs[:WITNESSES_SHOWN],
                           max(0, len(pairs) - WITNESSES_SHOWN)))
     return out
 
 
-def _value(value: Any) -> str:
+def _value(value: object) -> str:
     text = value if isinstance(value, str) else repr(value)
     return text if len(text) <= 80 else text[:77] + "..."
 
 
-def _confidence(arch: dict[str, Any]) -> str | None:
-    confidence = as_dict(arch.get("confidence"))
-    if confidence.get("level"):
-        return f"{confidence['level']}: {confidence.get('reason')}"
-    return as_dict(arch.get("summary")).get("confidence")
+def _confidence(arch: Architecture) -> str | None:
+    if arch.confidence is not None and arch.confidence.level:
+        return f"{arch.confidence.level}: {arch.confidence.reason}"
+    return arch.summary.confidence
 
 
-def _facts(profile: dict[str, Any]) -> list[tuple[str, str]]:
-    arch, files = as_dict(profile.get("architecture")), as_dict(profile.get("files"))
-    quant = as_dict(arch.get("quantization"))
-    kv = as_dict(arch.get("kv_cache"))
-    rows = [("model type", str(arch.get("model_type") or "unknown")),
-            ("architectures", ", ".join(map(str, arch.get("architectures") or [])) or "not stated"),
-            ("decoder layers", str(arch.get("num_layers") if arch.get("num_layers") is not None else "unknown")),
-            ("hidden size", _known(arch.get("hidden_size"))), ("vocabulary", _known(arch.get("vocab_size"))),
-            ("max context", _known(arch.get("max_context"))), ("dtype", _known(arch.get("dtype"))),
-            ("quantization", " ".join(str(quant[k]) for k in ("method", "bits", "format") if quant.get(k))
-             if quant else "none declared")]
-    if kv.get("bytes_per_token") is not None:
-        rows.append(("KV cache", f"{kv['bytes_per_token']:,} bytes per token ({kv.get('dtype') or 'dtype assumed'})"
-                     + (f", {kv['state_bytes_per_sequence']:,} bytes of state per sequence"
-                        if kv.get("state_bytes_per_sequence") else "")))
+def _facts(profile: ProfileDocument) -> list[tuple[str, str]]:
+    arch, quant, kv = profile.architecture, profile.architecture.quantization, profile.architecture.kv_cache
+    rows = [("model type", arch.model_type or "unknown"),
+            ("architectures", ", ".join(arch.architectures or []) or "not stated"),
+            ("decoder layers", str(arch.num_layers) if arch.num_layers is not None else "unknown"),
+            ("hidden size", _known(arch.hidden_size)), ("vocabulary", _known(arch.vocab_size)),
+            ("max context", _known(arch.max_context)), ("dtype", _known(arch.dtype)),
+            ("quantization", " ".join(str(v) for v in (quant.method, quant.bits, quant.format) if v)
+             if quant is not None else "none declared")]
+    if kv is not None and kv.bytes_per_token is not None:
+        rows.append(("KV cache", f"{kv.bytes_per_token:,} bytes per token ({kv.dtype or 'dtype assumed'})"
+                     + (f", {kv.state_bytes_per_sequence:,} bytes of state per sequence"
+                        if kv.state_bytes_per_sequence else "")))
     else:
-        rows.append(("KV cache", "unknown: " + str(kv.get("why") or "the profile states no cache geometry")))
-    if files.get("status") not in (None, "ok"):
-        rows.append(("model dir", str(files.get("status"))))
+        rows.append(("KV cache", "unknown: " + ((kv.why if kv is not None else None)
+                                                or "the profile states no cache geometry")))
+    if profile.files.status not in (None, "ok"):
+        rows.append(("model dir", str(profile.files.status)))
     return rows
 
 
-def _known(value: Any) -> str:
+def _known(value: int | str | None) -> str:
     return "unknown" if value is None else (f"{value:,}" if isinstance(value, int) else str(value))
 
 
-def tokenizer_card(tok: dict[str, Any]) -> TokenizerCard:
-    auto = as_dict(tok.get("autotokenizer"))
-    ok = auto.get("ok") if isinstance(auto.get("ok"), bool) else None
-    if ok and auto.get("stand_in"):
-        verdict, ok = f"stand-in: {auto.get('class')} made up from model_type ({auto.get('stand_in_reason')})", False
-    elif ok:
-        verdict = f"AutoTokenizer loads it ({auto.get('class')}, transformers {auto.get('transformers_version')})"
-    elif ok is False:
-        verdict = f"AutoTokenizer fails: {auto.get('type')}: {auto.get('cause') or auto.get('message')}"
-    else:
-        verdict = f"not judged: {auto.get('reason') or 'no tokenizer load ran'}"
-    rows = [("class", str(tok.get("class") or tok.get("declared_class") or "not stated")),
-            ("loaded by", str(tok.get("source")) if tok.get("loaded") else "nothing: facts from the files"),
-            ("vocab size", _known(tok.get("vocab_size"))), ("len(tokenizer)", _known(tok.get("len")))]
-    ids = [Token(name, as_dict(tok.get(name)).get("token"), as_dict(tok.get(name)).get("id"))
-           for name in ("bos", "eos", "pad", "unk", "mask")]
-    specials = [Token("special", as_dict(s).get("token"), as_dict(s).get("id")) for s in tok.get("special_tokens") or []]
-    total = tok.get("special_tokens_total")
-    return TokenizerCard(verdict, ok, rows, ids, specials, total if isinstance(total, int) else len(specials),
-                         *_template(as_dict(tok.get("chat_template"))))
+def _verdict(auto: AutoTokenizer) -> tuple[str, bool | None]:
+    if auto.ok and auto.stand_in:
+        return f"stand-in: {auto.class_} made up from model_type ({auto.stand_in_reason})", False
+    if auto.ok:
+        return f"AutoTokenizer loads it ({auto.class_}, transformers {auto.transformers_version})", True
+    if auto.ok is False:
+        return f"AutoTokenizer fails: {auto.type}: {auto.cause or auto.message}", False
+    return f"not judged: {auto.reason or 'no tokenizer load ran'}", None
 
 
-def _template(template: dict[str, Any]) -> tuple[Template, str]:
-    error = as_dict(template.get("sample_error"))
-    sample = template.get("sample")
-    found = Template(template.get("present") is True, _opt(template.get("source")), _opt(template.get("sha256")),
-                     sample if isinstance(sample, str) else None,
+def tokenizer_card(tok: Tokenizer) -> TokenizerCard:
+    verdict, ok = _verdict(tok.autotokenizer)
+    rows = [("class", tok.class_ or tok.declared_class or "not stated"),
+            ("loaded by", tok.source if tok.loaded else "nothing: facts from the files"),
+            ("vocab size", _known(tok.vocab_size)), ("len(tokenizer)", _known(tok.len))]
+    ids = [Token(name, pair.token if pair else None, pair.id if pair else None)
+           for name, pair in (("bos", tok.bos), ("eos", tok.eos), ("pad", tok.pad), ("unk", tok.unk), ("mask", tok.mask))]
+    specials = [Token("special", s.token, s.id) for s in tok.special_tokens]
+    return TokenizerCard(verdict, ok, rows, ids, specials, tok.special_tokens_total, *_template(tok.chat_template))
+
+
+def _template(template: ChatTemplate) -> tuple[Template, str]:
+    error = template.sample_error  # the renderer's error record, as the host sent it
+    found = Template(template.present, template.source, template.sha256, template.sample,
                      f"{error.get('type')}: {error.get('message')}" if error else None)
     return found, _mask_note(found)
-
-
-def _opt(value: Any) -> str | None:
-    return None if value is None else str(value)
 
 
 def _mask_note(template: Template) -> str:
@@ -189,12 +182,10 @@ def _mask_note(template: Template) -> str:
             "introspect preflight checks that assistant-only loss masks can be built from this template")
 
 
-def _findings(profile: dict[str, Any]) -> dict[str, list[Finding]]:
+def _findings(findings: list[ProfileFinding]) -> dict[str, list[Finding]]:
     grouped: dict[str, list[Finding]] = {severity: [] for severity in SEVERITIES}
-    for item in map(as_dict, profile.get("findings") or []):
-        severity = str(item.get("severity"))
-        grouped.setdefault(severity, []).append(Finding(severity, str(item.get("code")), str(item.get("message")),
-                                                        _opt(item.get("fix"))))
+    for item in findings:
+        grouped.setdefault(item.severity, []).append(Finding(item.severity, item.code, item.message, item.fix))
     return grouped
 
 

@@ -11,10 +11,15 @@ than deriving a split the profile does not hold.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
 
 from introspect.cli.render_term import human_count
-from introspect.remote.contract import as_dict
+from introspect.documents.profile_architecture import (
+    Architecture,
+    CodeWitness,
+    ParamCounts,
+    ParamSources,
+    ParamsWhy,
+)
 from introspect.report.svg import Picture, legend, rect, text, title
 
 # breakdown key -> the words of the page, in the order a forward pass meets them.
@@ -52,44 +57,36 @@ class Params:
     unknown: str | None = None  # why there is no breakdown
 
 
-def params_of(arch: dict[str, Any]) -> Params:
-    params = as_dict(arch.get("params"))
-    breakdown = {key: value for key, value in as_dict(params.get("breakdown")).items()
-                 if isinstance(value, int) and not isinstance(value, bool)}
+def params_of(arch: Architecture) -> Params:
+    params, mtp = arch.params, arch.mtp
+    breakdown = params.breakdown or {}
     known = sum(breakdown.values())
     order = [key for key, _ in COMPONENTS] + sorted(set(breakdown) - {key for key, _ in COMPONENTS})
     words = dict(COMPONENTS)
     rows = [ParamRow(key, words.get(key, key.replace("_", " ")), breakdown[key], breakdown[key] / known)
             for key in order if breakdown.get(key)]
-    why, mtp = as_dict(params.get("why")), as_dict(arch.get("mtp"))
+    why = params.why or ParamsWhy(total=None, active=None)
     unknown = None
     if not rows:
-        unknown = ("unknown: " + str(why.get("total") or "no witness split the parameters by component"))
-    return Params(rows, known or None, _int(params.get("total")), _str(params.get("source")), _str(why.get("total")),
-                  _int(params.get("active")), _str(params.get("active_source")), _str(why.get("active")),
-                  _int(mtp.get("layers")), _int(mtp.get("params")), _int(mtp.get("active")), _witnesses(params),
-                  unknown)
+        unknown = ("unknown: " + (why.total or "no witness split the parameters by component"))
+    return Params(rows, known or None, params.total, params.source, why.total, params.active, params.active_source,
+                  why.active, mtp.layers, mtp.params, mtp.active, _witnesses(params.sources), unknown)
 
 
-def _int(value: Any) -> int | None:
-    return value if isinstance(value, int) and not isinstance(value, bool) else None
-
-
-def _str(value: Any) -> str | None:
-    return str(value) if value is not None else None
-
-
-def _witnesses(params: dict[str, Any]) -> list[tuple[str, str]]:
+def _witnesses(sources: ParamSources | None) -> list[tuple[str, str]]:
     """What each witness counted: the config rules, the built model, the weights' headers."""
     out = []
-    for key, words in (("config", "config rules"), ("model_code", "built model"), ("weights", "weights' headers")):
-        source = as_dict(as_dict(params.get("sources")).get(key))
-        if _int(source.get("total")) is None:
-            why = ": ".join(str(source[k]) for k in ("status", "reason") if source.get(k))
+    for words, source in (("config rules", sources.config if sources else None),
+                          ("built model", sources.model_code if sources else None),
+                          ("weights' headers", sources.weights if sources else None)):
+        if source is None or source.total is None:
+            said = [source.status, source.reason] if isinstance(source, CodeWitness) else []
+            why = ": ".join(part for part in said if part)
             out.append((words, f"did not count ({why or 'not run, or nothing to read'})"))
             continue
-        active = f", {human_count(source['active'])} active" if _int(source.get("active")) is not None else ""
-        out.append((words, f"{human_count(source.get('total'))} total{active}"))
+        active = source.active if isinstance(source, (ParamCounts, CodeWitness)) else None
+        out.append((words, f"{human_count(source.total)} total" + (f", {human_count(active)} active"
+                                                                   if active is not None else "")))
     return out
 
 

@@ -10,15 +10,13 @@ GPU's memory drawn as overflow.
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any
 
 from markupsafe import Markup
-from pydantic import ValidationError
 
 from introspect.cli.render_term import human_bytes
 from introspect.documents.profile_serving import Layout, Plan
-from introspect.errors import InputError
 from introspect.report.svg import Picture, group, legend, line, rect, text, title
 
 NAME_W, STATS_W, ROW_H, BAR_H, MARGIN = 120.0, 250.0, 30.0, 18.0, 10.0
@@ -45,19 +43,6 @@ class PlanPage:
     bars: list[Bar]
     svg: Markup | None
     kind: str = field(default="plan", init=False)
-
-
-def read_plan(section: dict[str, Any], where: str) -> Plan:
-    """The typed plan of a plan document or a profile's ``plan`` section."""
-    body = {key: value for key, value in section.items() if key not in ("schema", "introspect_version", "error")}
-    try:
-        return Plan.model_validate(body)
-    except ValidationError as exc:
-        first = exc.errors()[0]
-        path = ".".join(str(p) for p in first["loc"])
-        raise InputError(f"{where}: the plan is not one this introspect reads ({path}: {first['msg']})",
-                         hint=f"introspect plan PROFILE.json --json > plan.json  # a plan from this version, "
-                              f"instead of {where}") from None
 
 
 def plan_page(plan: Plan, page_id: str, label: str) -> PlanPage:
@@ -101,7 +86,7 @@ def _draw(bars: list[Bar], plan: Plan, label: str) -> Picture:
     return picture
 
 
-def _row(bar: Bar, y: float, x_of: Any, *, best: bool) -> str:
+def _row(bar: Bar, y: float, x_of: Callable[[float], float], *, best: bool) -> str:
     layout = bar.layout
     segments = [("weights", "b-weights", 0, bar.weights), ("kv", "b-kv", bar.weights, bar.kv_room),
                 ("headroom", "b-headroom", bar.weights + bar.kv_room, bar.headroom)]
@@ -135,4 +120,4 @@ def _stats(layout: Layout) -> str:
     return f"fits {context}{concurrency}"
 
 
-__all__ = ["Bar", "PlanPage", "plan_page", "read_plan"]
+__all__ = ["Bar", "PlanPage", "plan_page"]

@@ -212,12 +212,13 @@ def test_the_plan_names_an_invalid_key_and_computes_no_kv_tokens_from_it() -> No
     from introspect.analysis.profile import build_profile
     from introspect.analysis.serving.plan import GpuBudget
     from introspect.analysis.serving.section import replan
+    from introspect.documents.profile import ProfileDocument
 
     raw = json.loads(RAWS["kimi-k25-int4-8shards"])
     raw["files"]["config"]["text_config"]["kv_lora_rank"] = "512"  # quoted: MLA unknown
     profile = build_profile(raw)
     assert profile["architecture"]["kv_cache"] is None
     assert profile["architecture"]["invalid_config"]["unknown"]["kv_cache"] == ["text_config.kv_lora_rank"]
-    plan = replan(profile, GpuBudget(count=8, memory_bytes=141 * 2**30))
+    plan = replan(ProfileDocument.model_validate(profile), GpuBudget(count=8, memory_bytes=141 * 2**30))
     assert plan.kv_rule is not None and "text_config.kv_lora_rank" in plan.kv_rule
     assert plan.layouts and all(item.kv_tokens_per_gpu is None for item in plan.layouts)

@@ -17,8 +17,10 @@ from introspect.analysis.architecture.mixers import (
     state_elements,
     words,
 )
+from introspect.documents.profile_architecture import Attention
 
-ATTENTION = {"type": "GQA", "num_heads": 8, "num_kv_heads": 2, "head_dim": 64, "v_head_dim": 64}
+ATTENTION = Attention(type="GQA", num_heads=8, num_kv_heads=2, head_dim=64, q_lora_rank=None, kv_lora_rank=None,
+                      qk_nope_head_dim=None, qk_rope_head_dim=None, v_head_dim=64, sliding_window=None)
 
 
 @pytest.mark.parametrize("name", sorted(FIXED_NAMES))

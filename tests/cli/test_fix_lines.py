@@ -14,6 +14,7 @@ import pytest
 from introspect.analysis.profile import build_profile
 from introspect.cli.fix_lines import is_command, paste_lines, report_fixes, report_optional, shell_line
 from introspect.cli.remote_fix import fix_on_target
+from introspect.documents.profile import ProfileDocument
 from tests.cli.terminal import run_in_terminal
 from tests.conftest import run_cli
 
@@ -63,7 +64,8 @@ def test_golden_report_blocks_parse_and_split_by_severity(name: str) -> None:
     _code, out = run_in_terminal("profile", str(raw), columns=80)
     fixes, optional = block(out, "To fix:"), block(out, "Optional:")
     # As printed at 80 columns: prose folded into '# ' lines, commands whole.
-    items, extras = report_fixes(profile).items, report_optional(profile).items
+    document = ProfileDocument.model_validate(profile)
+    items, extras = report_fixes(document).items, report_optional(document).items
     assert fixes == paste_lines(items, 80) and optional == paste_lines(extras, 80), out
     for finding in profile["findings"]:
         if finding.get("fix"):  # each fix once, under the heading its severity names
@@ -76,7 +78,8 @@ def test_golden_report_blocks_parse_and_split_by_severity(name: str) -> None:
 
 def test_the_goldens_cover_both_blocks() -> None:
     """The case above proves nothing unless some golden has a fix under each heading."""
-    profiles = [build_profile(json.loads(path.read_text(encoding="utf-8"))) for path in RAW.glob("*.json")]
+    profiles = [ProfileDocument.model_validate(build_profile(json.loads(path.read_text(encoding="utf-8"))))
+                for path in RAW.glob("*.json")]
     assert any(report_fixes(p).items for p in profiles) and any(report_optional(p).items for p in profiles)
 
 
@@ -102,7 +105,8 @@ def test_witness_fix_is_a_command_with_a_comment(cause: str, missing: list[str],
     assert head.strip() == command and why.strip(), info["fix"]
     assert is_command(info["fix"]) and shell_line(info["fix"]) == info["fix"]
     line = fix_on_target(info["fix"], profile["target"])  # the profile was taken over ssh
-    assert line in report_optional(profile).items and line not in report_fixes(profile).items
+    document = ProfileDocument.model_validate(profile)
+    assert line in report_optional(document).items and line not in report_fixes(document).items
     assert_parses([info["fix"], line])
 
 

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 from rich.console import Console
 
-from introspect.analysis.profile import build_profile
+from introspect.analysis.profile import build_profile, build_profile_document
 from introspect.cli.fix_lines import report_fixes, report_optional
 from introspect.cli.remote_fix import fix_on_target, on_target, runs_on_target
 from introspect.cli.render import print_report
@@ -108,7 +108,7 @@ def test_podman_report_prints_pip_through_podman_exec() -> None:
 def test_the_same_profile_taken_locally_prints_bare_pip() -> None:
     """The wrapping comes from the target alone: the local golden's fixes are unchanged."""
     raw = json.loads((RAW / "kimi-k2.6-no-tiktoken.json").read_text(encoding="utf-8"))
-    profile = dict(build_profile(raw))
+    profile = build_profile_document(raw)
     lines = report_fixes(profile).items + report_optional(profile).items
     assert any(line.startswith("/venvs/venv_no_tiktoken/bin/pip install tiktoken") for line in lines), lines
     assert not any(line.startswith(("podman", "ssh")) for line in lines), lines

@@ -24,7 +24,7 @@ from typing import Any
 import pytest
 
 from introspect.analysis.profile import build_profile
-from introspect.cli.cmd_plan import DraftShape, drafter_file
+from introspect.cli.cmd_plan import DraftShape, drafter_file, profile_document
 from tests.fixtures.engine_venv import venv_or_skip
 from tests.fixtures.specforge_venv import specforge_path
 from tests.fixtures.torch_venv import torch_venv
@@ -87,7 +87,7 @@ def built(tmp_path_factory: pytest.TempPathFactory) -> dict[str, Any]:
     for target, kind, engine in CASES:
         profile = build_profile(config_raw(target, _config(target)))
         path = where / f"{target}-{kind}-{engine}.json"
-        path.write_text(json.dumps(drafter_file(profile, kind, DraftShape(engine))))
+        path.write_text(json.dumps(drafter_file(profile_document(profile), kind, DraftShape(engine))))
         cases.append({"name": f"{target}/{kind}/{engine}", "path": str(path)})
     for kind in ("dflash", "eagle3"):
         path = where / f"skeleton-{kind}.json"

@@ -22,6 +22,8 @@ import pytest
 from introspect.analysis.profile import build_profile
 from introspect.analysis.serving.drafter_config import choose_engine
 from introspect.analysis.serving.drafter_plan import eagle3_layer_ids, reshape_dflash, spread_layer_ids
+from introspect.documents.profile_architecture import DflashPlan
+from introspect.documents.profile_serving import Engine, Engines
 from tests.conftest import run_cli
 from tests.golden.cases import DATA, GOLDEN, config_raw
 
@@ -55,9 +57,12 @@ def test_published_drafters_match_their_target() -> None:
     assert dflash["target_layer_ids"] == [1, 15, 30, 44, 58]
     assert dflash["hidden_states_indices"] == [2, 16, 31, 45, 59]
     # Taps and depth apart: the published Kimi-K2.5 drafter's shape (6 taps, 6 layers, block 8).
-    published = reshape_dflash(dflash, 6, 6, 8)
-    assert published["target_layer_ids"] == [1, 12, 24, 35, 47, 58] and published["hidden_states_indices"][0] == 2
-    assert reshape_dflash(dflash, 5, 8, 16)["target_layer_ids"] == [1, 15, 30, 44, 58]  # 8 layers, still 5 taps
+    published = reshape_dflash(DflashPlan.model_validate(dflash), 6, 6, 8)
+    assert published.target_layer_ids == [1, 12, 24, 35, 47, 58] and published.hidden_states_indices[0] == 2
+    assert (published.draft_taps, published.draft_layers, published.block_size) == (6, 6, 8)
+    assert published.mask_token == DflashPlan.model_validate(dflash).mask_token  # the shape only
+    eight_deep = reshape_dflash(DflashPlan.model_validate(dflash), 5, 8, 16)
+    assert eight_deep.target_layer_ids == [1, 15, 30, 44, 58]  # 8 layers, still 5 taps
     assert plan["eagle3"]["aux_layer_ids"] == [1, 29, 57] and plan["eagle3"]["hidden_states_indices"] == [2, 30, 58]
     assert (dflash["hidden_size"], dflash["vocab_size"]) == (7168, 163840)
     assert "0-based decoder-layer outputs" in plan["convention"] and "vLLM" in plan["convention"]
@@ -82,10 +87,17 @@ def test_a_pure_ssm_target_has_no_attention_fields() -> None:
     assert "training choice" in plan["target_field_notes"]["num_attention_heads"]
 
 
+def _engine(name: str, version: str) -> Engine:
+    """An engine the probe found whose sources were not read: only its name and version are known."""
+    return Engine(name=name, version=version, location=None, layout="version-only", notes=[],
+                  registered_architectures=None, architecture=None, text_architecture=None, speculative=None,
+                  drafters=[], generic_drafters=[], quantization=None)
+
+
 def test_engine_choice() -> None:
-    def section(*names: str) -> dict:
-        return {"probed": True, "searched": [], "engines": [{"name": n, "version": v} for n, v in
-                                                           (("sglang", "0.5.23"), ("vllm", "0.33.0")) if n in names]}
+    def section(*names: str) -> Engines:
+        return Engines(probed=True, searched=[], engines=[_engine(n, v) for n, v in
+                                                          (("sglang", "0.5.23"), ("vllm", "0.33.0")) if n in names])
 
     conv, why = choose_engine(section("vllm"), None)
     assert (conv.engine, conv.version, conv.known) == ("vllm", "0.33.0", True)
@@ -96,7 +108,9 @@ def test_engine_choice() -> None:
     assert conv.engine == "sglang" and why.startswith("the probe found neither") and not conv.known
     conv, why = choose_engine(section("sglang"), "vllm")
     assert conv.engine == "vllm" and why == "--engine vllm (not installed on the probed host)"
-    conv, _ = choose_engine({"probed": True, "engines": [{"name": "sglang", "version": "0.6.1"}]}, None)
+    conv, why = choose_engine(None, None)
+    assert conv.engine == "sglang" and why.startswith("the profile has no engine facts")
+    conv, _ = choose_engine(Engines(probed=True, searched=[], engines=[_engine("sglang", "0.6.1")]), None)
     assert not conv.known and "sglang 0.6.1 is not in" in str(conv.unknown_reason())
 
 

@@ -154,7 +154,8 @@ def test_unknown_layout_degrades_to_version_only(tmp_path: Path) -> None:
     script = ("import json\nfrom introspect.remote.facts.host.engines import collect_engines\n"
               "from introspect.analysis.serving.engines import analyze_engines\n"
               "facts, errors = collect_engines()\n"
-              "section, findings = analyze_engines(facts, {'architectures': ['DeepseekV3ForCausalLM']})\n"
+              "from tests.engines.targets import target\n"
+              "section, findings = analyze_engines(facts, target('DeepseekV3ForCausalLM'))\n"
               "print(json.dumps({'section': section.to_dict(), 'findings': [f.to_json() for f in findings], 'errors': errors}))\n")
     proc = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, timeout=60, check=False,
                           env=dict(os.environ, PYTHONPATH=f"{site}{os.pathsep}{REPO}"))

@@ -45,6 +45,7 @@ import pytest
 
 from introspect.remote.facts.host import engine_readiness as er
 from introspect.remote.facts.host import engines
+from tests.engines.targets import drafter, target
 from tests.fixtures.engine_venv import SGLANG_VERSION, VLLM_VERSION, engines_venv, venv_or_skip
 
 SG_CAPTURE = "srt/model_executor/model_runner_components/attention_backend_setup.py"
@@ -302,16 +303,12 @@ def engines_raw(real_engines: dict, arch: str, model_type: str) -> dict[str, Any
     return {"searched": ["sglang", "vllm"], "engines": out}
 
 
-def drafter(kind: str, path: str) -> dict[str, Any]:
-    return {"kind": kind, "path": path, "error": None}
-
-
 @slow
 def test_a_drafter_no_engine_can_serve_is_an_error_citing_the_requirement(real_engines: dict) -> None:
     from introspect.analysis.serving.engines import analyze_engines
 
-    arch = {"architectures": ["Gemma2ForCausalLM"], "speculative": {"mtp_layers": 0, "drafters": [
-        drafter("eagle3", "/m/gemma2-eagle3"), drafter("unknown", "/m/other")]}}
+    arch = target("Gemma2ForCausalLM", mtp_layers=0, drafters=[drafter("eagle3", "/m/gemma2-eagle3"),
+                                                               drafter("unknown", "/m/other")])
     section, findings = analyze_engines(engines_raw(real_engines, "Gemma2ForCausalLM", "gemma2"), arch)
     errors = [f for f in findings if f.code == "drafter-unservable"]
     assert len(errors) == 1 and errors[0].severity.value == "error"
@@ -329,8 +326,7 @@ def test_a_drafter_one_engine_cannot_serve_is_a_warning(real_engines: dict) -> N
     """Qwen2: SGLang's Qwen2ForCausalLM has no DFlash hook (srt/models/qwen2.py), vLLM's inherits SupportsEagle3."""
     from introspect.analysis.serving.engines import analyze_engines
 
-    arch = {"architectures": ["Qwen2ForCausalLM"], "speculative": {"drafters": [drafter("dflash", "/m/q2-dflash"),
-                                                                              drafter("eagle3", "/m/q2-eagle3")]}}
+    arch = target("Qwen2ForCausalLM", drafters=[drafter("dflash", "/m/q2-dflash"), drafter("eagle3", "/m/q2-eagle3")])
     _section, findings = analyze_engines(engines_raw(real_engines, "Qwen2ForCausalLM", "qwen2"), arch)
     codes = [(f.code, f.severity.value) for f in findings if f.code.startswith("drafter-")]
     assert codes == [("drafter-engine-unservable", "warning")]
@@ -344,11 +340,11 @@ def test_the_report_shows_each_method_with_its_source(real_engines: dict) -> Non
     from introspect.analysis.serving.engines import analyze_engines
     from introspect.cli.render_serving import engines_section
 
-    arch = {"architectures": ["DeepseekV3ForCausalLM"], "speculative": {"mtp_layers": 1, "drafters": []}}
+    arch = target("DeepseekV3ForCausalLM", mtp_layers=1)
     section, findings = analyze_engines(engines_raw(real_engines, "DeepseekV3ForCausalLM", "deepseek_v3"), arch)
     assert not [f for f in findings if f.code.startswith("drafter-")]
     console = Console(width=400, record=True, color_system=None)
-    console.print(engines_section({"engines": section.to_dict()}))
+    console.print(engines_section(section))
     text = console.export_text()
     assert "DFlash yes, EAGLE-3 yes for DeepseekV3ForCausalLM" in text
     assert "yes (defines DeepseekV2ForCausalLM.set_dflash_layers_to_capture (srt/models/deepseek_v2.py:3475))" in text

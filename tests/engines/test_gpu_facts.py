@@ -144,7 +144,7 @@ def test_gpus_section_of_the_report(tmp_path: Path) -> None:
     exe = _fake_nvidia_smi(tmp_path, smi.H100_CSV, smi.HEADER_550, smi.H100_TOPO)
     section, _ = analyze_gpus(collect_gpus(str(exe))[0])
     console = Console(width=120, record=True, highlight=False)
-    console.print(gpus_section({"gpus": section.to_dict()}))
+    console.print(gpus_section(section))
     text = console.export_text()
     assert "8 x NVIDIA H100 80GB HBM3" in text and "79.6 GiB each (smallest)" in text
     assert "550.54.15 / 12.4" in text and "NVLink (NV18 x56)" in text

@@ -16,6 +16,7 @@ from introspect.analysis.profile import build_profile
 from introspect.analysis.serving.plan import GpuBudget
 from introspect.analysis.serving.plan import plan_section as plan_model
 from introspect.analysis.serving.plan_context import ContextOptions
+from introspect.documents.profile_architecture import Architecture
 from introspect.documents.profile_serving import WeightsBytes
 from tests.conftest import run_cli
 from tests.golden.cases import DATA, config_raw
@@ -32,7 +33,7 @@ def weights_of(split: dict[str, int]) -> WeightsBytes:
 def plan_section(arch: dict, weights: dict | None, budget: GpuBudget | None, **options: object) -> dict:
     """The plan as its JSON reads (``weights`` as ``{"bytes": split}``)."""
     member = weights_of(weights["bytes"]) if weights is not None else None
-    return plan_model(arch, member, budget, **options).to_dict()  # type: ignore[arg-type]
+    return plan_model(Architecture.model_validate(arch), member, budget, **options).to_dict()  # type: ignore[arg-type]
 
 # Stored bytes, by hand from the shapes.
 # Routed experts: gate/up/down each = packed I32 (2048 x 7168/8 x 4 B = 7,340,032)
@@ -158,7 +159,8 @@ def test_gqa_heads_split_pp_and_divisibility() -> None:
 
 
 def test_experts_not_divisible_by_ep() -> None:
-    arch = dict(_qwen_arch(), moe={"is_moe": True, "routed_experts": 60, "moe_intermediate_size": 1408})
+    arch = _qwen_arch()
+    arch["moe"] = dict(arch["moe"], is_moe=True, routed_experts=60, moe_intermediate_size=1408)
     weights = {"bytes": {"experts": 8 * GIB, "tensor_parallel": GIB}}
     plan = plan_section(arch, weights, GpuBudget(count=8, memory_bytes=80 * GIB))
     layouts = {item["name"]: item for item in plan["layouts"]}

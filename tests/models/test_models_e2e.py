@@ -188,7 +188,7 @@ def test_probe_model_repo_id_cli(fleet, sshd, client_keys, venv_full) -> None:
 
 def _diff(fleet, venv_full, a: str, b: str, *extra: str):
     return run_cli("diff", a, b, "--hosts", str(fleet["inventory"]), "--ssh-config", "/dev/null",
-                   "--venv", str(venv_full), *extra, cwd=fleet["base"])
+                   "--venv", str(venv_full), "--no-model-code", *extra, cwd=fleet["base"])
 
 
 def test_diff_two_hosts_names_the_template_and_the_changed_line(fleet, venv_full) -> None:

@@ -23,7 +23,7 @@ from typing import Any
 import pytest
 
 from introspect.analysis.profile import build_profile
-from introspect.analysis.tokenizer.tokenizer_autotokenizer import OWN_MIN, SHARE, stand_in_reason
+from introspect.analysis.tokenizer.autotokenizer_verdict import OWN_MIN, SHARE, stand_in_reason
 from introspect.checks.health import check_tokenizer
 from introspect.checks.preflight import evaluate
 from introspect.cli.fix_lines import is_command

@@ -11,7 +11,6 @@ differently is a ``witnesses-disagree`` finding with both values.
 from __future__ import annotations
 
 from collections import Counter
-from typing import Any
 
 from introspect.analysis.architecture.code_layers import CodeLayer, code_layers
 from introspect.analysis.architecture.kinds import CHUNKED, CROSS, RECURRENT, SLIDING
@@ -98,16 +97,13 @@ def _words(kinds: dict[str, int]) -> str:
 def _kv_cache(arch: Architecture, layers: list[CodeLayer], layout: LayerLayout) -> tuple[KvCache, list[Finding]]:
     rules = arch.kv_cache
     dtype = arch.dtype
-    # kv_cache.py and mixer_math.py take the attention verdict and the per-kind entries in their JSON form.
-    attention = arch.attention.to_dict()
+    attention = arch.attention
     width = DTYPE_BYTES.get(str(dtype), 2)
-    per_kind: dict[str, dict[str, Any]] = {}
     unknown = 0
     # A DSA layer's indexer caches its own key beside the MLA latent (vLLM deepseek_v2.py
     # DeepseekV32IndexerCache): fp8 plus a 4-byte scale per 128 elements (mixer_math.indexer_key_bytes).
     indexer = indexer_key_bytes(attention)
-    for kind, count in sorted(layout.components.items()):
-        per_kind[kind] = {"layers": count}
+    per_kind = {kind: KvKind(layers=count) for kind, count in sorted(layout.components.items())}
     widths: dict[str, Counter[int]] = {}  # per kind, the bytes each of its (single-mixer) layers keeps
     for layer, kind in zip(layers, layout.pattern, strict=True):  # the settled kinds: the config's flavour kept
         for part in kind.split("+"):
@@ -117,19 +113,19 @@ def _kv_cache(arch: Architecture, layers: list[CodeLayer], layout: LayerLayout) 
             if layer.kv_elements is None:
                 unknown += 1
             elif layer.kv_shared:
-                entry["kv_shared_layers"] = entry.get("kv_shared_layers", 0) + 1
+                entry.kv_shared_layers = (entry.kv_shared_layers or 0) + 1
             else:
                 layer_bytes = layer.kv_elements * width + (indexer if part != SLIDING else 0)
-                entry["bytes_per_token"] = entry.get("bytes_per_token", 0) + layer_bytes
+                entry.bytes_per_token = (entry.bytes_per_token or 0) + layer_bytes
                 if "+" not in kind:
                     widths.setdefault(part, Counter())[layer_bytes] += 1
     for part, seen in widths.items():
         if len(seen) == 1:  # every layer of the kind keeps the same width (else the per-layer figure is omitted)
-            per_kind[part]["bytes_per_token_per_layer"] = next(iter(seen))
+            per_kind[part].bytes_per_token_per_layer = next(iter(seen))
     _keep_rules_state(per_kind, rules.per_kind if rules is not None else {})
     if CROSS in per_kind:
-        per_kind[CROSS]["note"] = "K/V of the image/encoder input, cached once per sequence, not per token"
-    kv = KvCache.model_validate(kv_section(per_kind, attention, dtype, width))
+        per_kind[CROSS].note = "K/V of the image/encoder input, cached once per sequence, not per token"
+    kv = kv_section(per_kind, attention, dtype, width)
     kv.settled_by, kv.why = "model_code", WHY
     if unknown:
         kv.bytes_per_token = kv.bytes_per_token_beyond_window = None
@@ -146,9 +142,10 @@ def _kv_cache(arch: Architecture, layers: list[CodeLayer], layout: LayerLayout) 
     return kv, findings
 
 
-def _keep_rules_state(per_kind: dict[str, dict[str, Any]], rules: dict[str, KvKind]) -> None:
-    """Recurrent state per sequence: the rules' formula for the same kind over the same layer count."""
+def _keep_rules_state(per_kind: dict[str, KvKind], rules: dict[str, KvKind]) -> None:
+    """Recurrent state per sequence: the rules' formula for the same kind over the same layer count (a
+    recurrent kind's entry holds nothing else yet: only attention kinds were filled from the code)."""
     for kind, entry in per_kind.items():
-        theirs = rules[kind].to_dict() if kind in rules else {}
-        if kind not in ATTENTION_KINDS and isinstance(theirs.get("state_bytes_per_layer"), int):
-            entry.update(rescaled_state(theirs, entry["layers"]))  # the engines' state dtypes kept too
+        theirs = rules.get(kind)
+        if kind not in ATTENTION_KINDS and theirs is not None and theirs.state_bytes_per_layer is not None:
+            per_kind[kind] = rescaled_state(theirs, entry.layers)  # the engines' state dtypes kept too

@@ -18,10 +18,9 @@ K=V head of ``head_dim`` (modeling_deepseek_v4.py: "shared-KV MQA").
 
 from __future__ import annotations
 
-from typing import Any
-
 from introspect.analysis.architecture.config_view import ConfigView, positive
 from introspect.analysis.architecture.kinds import CSA, HCA, SLIDING
+from introspect.documents.profile_architecture import Attention
 
 # transformers configuration_deepseek_v4.py _COMPRESS_RATIO_TO_LAYER_TYPE.
 RATIO_KINDS = {0: SLIDING, 4: CSA, 128: HCA}
@@ -69,10 +68,10 @@ def _compressor(hidden: int, out: int, rate: int) -> int:
     return 2 * hidden * out + rate * out
 
 
-def attention_params(view: ConfigView, attention: dict[str, Any], hidden: int, kind: str) -> int:
+def attention_params(view: ConfigView, attention: Attention, hidden: int, kind: str) -> int:
     """One V4 attention block of ``kind`` with its compressor, indexer and the layer's mHC mixing weights."""
     head_dim, index_dim, _ = _dims(view)
-    heads = attention.get("num_heads") or 0
+    heads = attention.num_heads or 0
     q_lora = positive(view.get_int("q_lora_rank")) or hidden
     groups = positive(view.get_int("o_groups")) or 1
     o_lora = positive(view.get_int("o_lora_rank")) or hidden

@@ -33,7 +33,7 @@ def _unknown_layers() -> Layers:
 def _geometry_gap(arch: Architecture, layout: LayerLayout, voided: dict[str, list[str]]) -> list[Finding]:
     """Attention layers without usable head geometry (a deleted num_attention_heads and no
     config-class default): the KV cache and the parameter estimate would count them as 0."""
-    if "attention" in voided or not layout.attention_layers or attention_kv_elements(arch.attention.to_dict()):
+    if "attention" in voided or not layout.attention_layers or attention_kv_elements(arch.attention):
         return []
     for figure in ("kv_cache", "params"):
         voided.setdefault(figure, []).append("num_attention_heads/head_dim (absent)")

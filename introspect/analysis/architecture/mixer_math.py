@@ -16,6 +16,7 @@ from typing import Any
 
 from introspect.analysis.architecture.config_view import ConfigView, positive
 from introspect.analysis.architecture.families import Family, family_of
+from introspect.documents.profile_architecture import Attention
 
 
 @dataclass
@@ -25,7 +26,7 @@ class LayerCtx:
     view: ConfigView
     family: Family
     hidden: int
-    attention: dict[str, Any]
+    attention: Attention
     gated: bool  # gate/up/down FFN (SwiGLU) rather than up/down
     bias: bool  # biases on every linear and LayerNorm
 
@@ -33,25 +34,25 @@ class LayerCtx:
 # -- softmax attention ----------------------------------------------------------------------
 
 
-def heads_kv_elements(att: dict[str, Any]) -> int:
+def heads_kv_elements(att: Attention) -> int:
     """K and V per token per layer: kv_heads x (head_dim + v_head_dim)."""
-    kv_heads, head_dim = att.get("num_kv_heads") or 0, att.get("head_dim") or 0
-    v_dim = att.get("v_head_dim") or head_dim
+    kv_heads, head_dim = att.num_kv_heads or 0, att.head_dim or 0
+    v_dim = att.v_head_dim or head_dim
     return int(kv_heads * (head_dim + v_dim))
 
 
-def mla_kv_elements(att: dict[str, Any]) -> int:
+def mla_kv_elements(att: Attention) -> int:
     """MLA caches one shared latent plus the decoupled rope key per token."""
-    return int((att.get("kv_lora_rank") or 0) + (att.get("qk_rope_head_dim") or 0))
+    return int((att.kv_lora_rank or 0) + (att.qk_rope_head_dim or 0))
 
 
 def _mla_params(ctx: LayerCtx) -> int:
     # transformers modeling_deepseek_v3.py DeepseekV3Attention (q_a/q_b, kv_a_proj_with_mqa, kv_b, o).
     att, h = ctx.attention, ctx.hidden
-    heads = att.get("num_heads") or 0
-    nope, rope = att.get("qk_nope_head_dim") or 0, att.get("qk_rope_head_dim") or 0
-    v_dim, kv_lora = att.get("v_head_dim") or nope, att.get("kv_lora_rank") or 0
-    q_lora = att.get("q_lora_rank")
+    heads = att.num_heads or 0
+    nope, rope = att.qk_nope_head_dim or 0, att.qk_rope_head_dim or 0
+    v_dim, kv_lora = att.v_head_dim or nope, att.kv_lora_rank or 0
+    q_lora = att.q_lora_rank
     qk = heads * (nope + rope)
     q = h * q_lora + q_lora + q_lora * qk if q_lora else h * qk  # low-rank query with its norm
     kv = h * (kv_lora + rope) + kv_lora + kv_lora * heads * (nope + v_dim)
@@ -60,8 +61,8 @@ def _mla_params(ctx: LayerCtx) -> int:
 
 def _heads_params(ctx: LayerCtx) -> int:
     att, h, view, fam = ctx.attention, ctx.hidden, ctx.view, ctx.family
-    heads = att.get("num_heads") or 0
-    head_dim, kv_heads = att.get("head_dim") or 0, att.get("num_kv_heads") or 0
+    heads = att.num_heads or 0
+    head_dim, kv_heads = att.head_dim or 0, att.num_kv_heads or 0
     q_dim, kv_dim = heads * head_dim, kv_heads * head_dim
     gated_q = fam.gated_q or view.get_bool("attn_output_gate") is True
     total = h * q_dim * (2 if gated_q else 1) + 2 * h * kv_dim + q_dim * h
@@ -72,16 +73,15 @@ def _heads_params(ctx: LayerCtx) -> int:
     return int(total)
 
 
-def indexer_kv_elements(att: dict[str, Any]) -> int:
+def indexer_kv_elements(att: Attention) -> int:
     """DeepSeek-V3.2 Indexer.k_cache: one index_head_dim key per token per layer beside the MLA latent."""
-    indexer = att.get("sparse_indexer")
-    return int(indexer.get("index_head_dim") or 0) if isinstance(indexer, dict) else 0
+    return att.sparse_indexer.index_head_dim if att.sparse_indexer is not None else 0
 
 
 INDEXER_SCALE_BLOCK = 128  # one fp32 scale per 128 elements of the indexer key
 
 
-def indexer_key_bytes(att: dict[str, Any]) -> int:
+def indexer_key_bytes(att: Attention) -> int:
     """Bytes the engines cache for one token's indexer key in one layer, whatever the KV dtype: the key in
     fp8 (1 byte an element) plus a 4-byte fp32 scale per 128 elements, 132 B for index_head_dim 128.
     vLLM 0.33.0 deepseek_v2.py Indexer: ``DeepseekV32IndexerCache(head_dim=self.head_dim + self.head_dim //
@@ -96,24 +96,24 @@ def indexer_key_bytes(att: dict[str, Any]) -> int:
 def _indexer_params(ctx: LayerCtx) -> int:
     # transformers models/deepseek_v32 inference/model.py Indexer: wq_b (q_lora_rank -> heads x dim),
     # wk (hidden -> dim), k_norm (LayerNorm: weight + bias), weights_proj (hidden -> heads).
-    indexer = ctx.attention.get("sparse_indexer")
-    if not isinstance(indexer, dict):
+    indexer = ctx.attention.sparse_indexer
+    if indexer is None:
         return 0
-    heads, dim = indexer["index_n_heads"], indexer["index_head_dim"]
-    q_in = ctx.attention.get("q_lora_rank") or ctx.hidden
+    heads, dim = indexer.index_n_heads, indexer.index_head_dim
+    q_in = ctx.attention.q_lora_rank or ctx.hidden
     return int(q_in * heads * dim + ctx.hidden * dim + 2 * dim + ctx.hidden * heads)
 
 
 def attention_params(ctx: LayerCtx) -> int:
     """One softmax-attention block (full, sliding or chunked: the weights are the same)."""
-    base = _mla_params(ctx) if ctx.attention.get("type") == "MLA" else _heads_params(ctx)
+    base = _mla_params(ctx) if ctx.attention.type == "MLA" else _heads_params(ctx)
     return base + _indexer_params(ctx)
 
 
 def cla_kv_params(ctx: LayerCtx) -> int:
     """k_proj + v_proj of one layer: what a CLA "cross" layer lacks (vLLM hunyuan_v1.py HunYuanCrossAttention)."""
     att = ctx.attention
-    return int(2 * ctx.hidden * (att.get("num_kv_heads") or 0) * (att.get("head_dim") or 0))
+    return int(2 * ctx.hidden * (att.num_kv_heads or 0) * (att.head_dim or 0))
 
 
 # -- RWKV (transformers modeling_rwkv.py; fla-org/flash-linear-attention fla/models/rwkv6, rwkv7) ----
@@ -194,8 +194,8 @@ def rwkv_params(ctx: LayerCtx) -> int:
 # -- lightning attention (transformers modeling_minimax.py MiniMaxLightningAttention) ---------
 
 
-def _lightning_width(ctx_attention: dict[str, Any]) -> tuple[int, int]:
-    return ctx_attention.get("num_heads") or 0, ctx_attention.get("head_dim") or 0
+def _lightning_width(attention: Attention) -> tuple[int, int]:
+    return attention.num_heads or 0, attention.head_dim or 0
 
 
 def lightning_params(ctx: LayerCtx) -> int:
@@ -268,7 +268,7 @@ def kda_state(view: ConfigView, hidden: int | None) -> tuple[int, int]:
 
 
 def kda_params(ctx: LayerCtx) -> int:
-    heads, dim, conv = kda_dims(ctx.view, ctx.attention.get("num_heads") or 32)
+    heads, dim, conv = kda_dims(ctx.view, ctx.attention.num_heads or 32)
     h, qkv = ctx.hidden, heads * dim
     projections = 3 * h * qkv + qkv * h  # q, k, v in; o out
     short_convs = 3 * qkv * conv

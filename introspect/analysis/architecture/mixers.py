@@ -23,10 +23,10 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Any
 
 from introspect.analysis.architecture import compressed_attention as v4
 from introspect.analysis.architecture import mixer_math as math_
+from introspect.analysis.architecture.config_view import ConfigView
 from introspect.analysis.architecture.kinds import (
     CHUNKED,
     CONV,
@@ -46,8 +46,9 @@ from introspect.analysis.architecture.kinds import (
 )
 from introspect.analysis.architecture.mixer_math import LayerCtx
 from introspect.analysis.architecture.state_dtypes import KDA_RULE, MAMBA_RULE
+from introspect.documents.profile_architecture import Attention
 
-StateFn = Callable[[Any, int | None], tuple[int, int]]  # (ConfigView, hidden) -> (conv, recurrent) elements
+StateFn = Callable[[ConfigView, int | None], tuple[int, int]]  # (view, hidden) -> (conv, recurrent) elements
 ParamsFn = Callable[[LayerCtx], int]
 
 
@@ -138,25 +139,25 @@ class AttentionVariant:
     """How one attention type stores its cache and weighs its parameters."""
 
     type: str
-    kv_elements: Callable[[dict[str, Any]], int]  # cached elements per token per layer
-    words: Callable[[dict[str, Any]], str]
+    kv_elements: Callable[[Attention], int]  # cached elements per token per layer
+    words: Callable[[Attention], str]
 
 
-def _mla_words(att: dict[str, Any]) -> str:
-    return (f"MLA: {att['num_heads']} heads over a shared KV latent of {att['kv_lora_rank']} "
-            f"+ {att['qk_rope_head_dim']} rope dims")
+def _mla_words(att: Attention) -> str:
+    return (f"MLA: {att.num_heads} heads over a shared KV latent of {att.kv_lora_rank} "
+            f"+ {att.qk_rope_head_dim} rope dims")
 
 
-def _indexer_words(att: dict[str, Any]) -> str:
-    indexer = att.get("sparse_indexer")
-    if not isinstance(indexer, dict):
+def _indexer_words(att: Attention) -> str:
+    indexer = att.sparse_indexer
+    if indexer is None:
         return ""
-    return (f"; sparse indexer (MLA+sparse_indexer): each query reads the top {indexer['index_topk']} tokens "
-            f"picked by {indexer['index_n_heads']} indexer heads of {indexer['index_head_dim']}")
+    return (f"; sparse indexer (MLA+sparse_indexer): each query reads the top {indexer.index_topk} tokens "
+            f"picked by {indexer.index_n_heads} indexer heads of {indexer.index_head_dim}")
 
 
-def _heads_words(att: dict[str, Any]) -> str:
-    return f"{att['type']}: {att['num_heads']} query heads, {att['num_kv_heads']} KV heads, head_dim {att['head_dim']}"
+def _heads_words(att: Attention) -> str:
+    return f"{att.type}: {att.num_heads} query heads, {att.num_kv_heads} KV heads, head_dim {att.head_dim}"
 
 
 ATTENTION_VARIANTS: dict[str, AttentionVariant] = {
@@ -168,26 +169,26 @@ ATTENTION_VARIANTS: dict[str, AttentionVariant] = {
 }
 
 
-def attention_words(att: dict[str, Any]) -> str:
-    variant = ATTENTION_VARIANTS.get(str(att.get("type")))
+def attention_words(att: Attention) -> str:
+    variant = ATTENTION_VARIANTS.get(str(att.type))
     if variant is not None:
         return variant.words(att) + _indexer_words(att)
-    if att.get("type") == "none":
+    if att.type == "none":
         return "none (no attention layers)"
     return "unknown (attention layers without a head count)"
 
 
-def attention_kv_elements(att: dict[str, Any]) -> int:
+def attention_kv_elements(att: Attention) -> int:
     """Cached elements per token per attention layer, the sparse indexer's keys included."""
     return _variant_kv_elements(att) + math_.indexer_kv_elements(att)
 
 
-def _variant_kv_elements(att: dict[str, Any]) -> int:
-    variant = ATTENTION_VARIANTS.get(str(att.get("type")))
+def _variant_kv_elements(att: Attention) -> int:
+    variant = ATTENTION_VARIANTS.get(str(att.type))
     return variant.kv_elements(att) if variant is not None else math_.heads_kv_elements(att)
 
 
-def attention_kv_bytes(att: dict[str, Any], width: int) -> int:
+def attention_kv_bytes(att: Attention, width: int) -> int:
     """Cached bytes per token per attention layer: K/V (or the MLA latent) at ``width`` bytes an element, plus
     the sparse indexer's key at the engines' fixed fp8 layout (mixer_math.indexer_key_bytes)."""
     return _variant_kv_elements(att) * width + math_.indexer_key_bytes(att)
@@ -211,7 +212,7 @@ def layer_params(ctx: LayerCtx, kind: str) -> tuple[int, int]:
     return attention, recurrent
 
 
-def state_split(view: Any, kind: str, hidden: int | None) -> tuple[int, int]:
+def state_split(view: ConfigView, kind: str, hidden: int | None) -> tuple[int, int]:
     """(conv, recurrent) state elements of one recurrent layer per sequence; (0, 0) for kinds without a formula."""
     mixer = MIXERS.get(kind)
     if mixer is None or mixer.state is None:
@@ -219,6 +220,6 @@ def state_split(view: Any, kind: str, hidden: int | None) -> tuple[int, int]:
     return mixer.state(view, hidden)
 
 
-def state_elements(view: Any, kind: str, hidden: int | None) -> int:
+def state_elements(view: ConfigView, kind: str, hidden: int | None) -> int:
     """Fixed per-sequence state of one recurrent layer, both tensors; 0 for kinds without a formula."""
     return sum(state_split(view, kind, hidden))

@@ -189,8 +189,7 @@ def estimate_params(
     vocab = _vocab(view)
     if hidden is None or not layout.pattern or not family.config_params:
         return ParamEstimate(None, None, None)
-    # The per-layer formulas (mixer_math, mixers) read the attention verdict in its JSON form.
-    ctx = LayerCtx(view, family, hidden, attention.to_dict(), _gated(view, family), family.bias)
+    ctx = LayerCtx(view, family, hidden, attention, _gated(view, family), family.bias)
     norm = 2 * hidden if ctx.bias else hidden
 
     parts: dict[str, int] = {"attention": 0, "recurrent": 0, "dense_ffn": 0, "experts_routed": 0}
@@ -279,7 +278,7 @@ def _mtp_estimate(
     # Each MTP module: one decoder layer like the last one (with its two norms), a 2h -> h projection
     # and three norms (enorm, hnorm, head norm); embedding and head are shared with the main model
     # (DeepSeek-V3 report, section 2.2).
-    attn = attention_params(ctx) if ctx.attention.get("num_heads") else 0
+    attn = attention_params(ctx) if ctx.attention.num_heads else 0
     if moe.section.is_moe:
         ffn_total, ffn_active = sum(moe_parts.values()), moe_active
     else:

@@ -33,7 +33,6 @@ from introspect.documents.profile_architecture import (
     Architecture,
     Confidence,
     Evidence,
-    KvCache,
     Layers,
     Mtp,
     ParamCounts,
@@ -203,16 +202,14 @@ def _verdicts(
     estimate = _section(
         view, evidence, "params", estimate_params, view, root_view, family, layout, attention, moe
     )
-    # kv_cache.py reads the attention verdict and returns the section in their JSON form.
-    kv = _section(view, evidence, "kv_cache", analyze_kv_cache, view, layout, attention.to_dict(),
-                  arch.hidden_size, family)
+    kv = _section(view, evidence, "kv_cache", analyze_kv_cache, view, layout, attention, arch.hidden_size, family)
     spec = _section(view, evidence, "speculative", analyze_speculative, view, drafters)
     arch.attention = attention
     arch.moe = moe.section
     arch.layers = Layers(pattern=list(layout.pattern), kinds=layout.kinds, pure_attention=layout.pure_attention,
                          source=layout.source, ffn=moe.ffn, ffn_source=moe.source)
     arch.quantization = quant
-    arch.kv_cache = KvCache.model_validate(kv) if layout.pattern else None
+    arch.kv_cache = kv if layout.pattern else None
     arch.speculative = spec
     arch.evidence = Evidence(**evidence)
     return layout, estimate

@@ -26,9 +26,8 @@ is 2 bytes an element in both engines. RWKV is served by neither: its state stay
 
 from __future__ import annotations
 
-from typing import Any
-
 from introspect.analysis.architecture.config_view import ConfigView
+from introspect.documents.profile_architecture import KvKind
 
 ENGINES = ("sglang", "vllm")
 WIDTHS = {"float32": 4, "bfloat16": 2, "float16": 2}
@@ -81,39 +80,44 @@ def engine_state_dtypes(view: ConfigView, rule: str) -> dict[str, dict[str, str]
             "vllm": {"conv": conv, "recurrent": _vllm_recurrent(view, rule, conv)}}
 
 
-def state_entry(view: ConfigView, rule: str, conv: int, recurrent: int, layers: int) -> dict[str, Any]:
-    """A recurrent kind's state keys: bytes per layer at the larger engine figure (the one a plan that does
+def state_entry(view: ConfigView, rule: str, conv: int, recurrent: int, layers: int) -> KvKind:
+    """A recurrent kind's entry: state bytes per layer at the larger engine figure (the one a plan that does
     not name its engine must hold), each engine's own, and the element split and dtypes they come from."""
     dtypes = engine_state_dtypes(view, rule)
     by_engine = {engine: conv * WIDTHS[d["conv"]] + recurrent * WIDTHS[d["recurrent"]]
                  for engine, d in dtypes.items()}
     per_layer = max(by_engine.values())
-    return {"state_bytes_per_layer": per_layer, "state_bytes_per_sequence": per_layer * layers,
-            "state_elements_per_layer": {"conv": conv, "recurrent": recurrent},
-            "state_dtypes": dtypes, "state_bytes_per_layer_by_engine": by_engine}
+    return KvKind(layers=layers, state_bytes_per_layer=per_layer, state_bytes_per_sequence=per_layer * layers,
+                  state_elements_per_layer={"conv": conv, "recurrent": recurrent},
+                  state_dtypes=dtypes, state_bytes_per_layer_by_engine=by_engine)
 
 
-def rescaled_state(entry: dict[str, Any], layers: int) -> dict[str, Any]:
-    """The state keys of a rules entry carried over to ``layers`` layers (the model-code witness's count)."""
-    keys = ("state_bytes_per_layer", "state_elements_per_layer", "state_dtypes", "state_bytes_per_layer_by_engine")
-    out = {key: entry[key] for key in keys if key in entry}
-    if isinstance(out.get("state_bytes_per_layer"), int):
-        out["state_bytes_per_sequence"] = out["state_bytes_per_layer"] * layers
-    order = ("state_bytes_per_layer", "state_bytes_per_sequence") + keys[1:]
-    return {key: out[key] for key in order if key in out}
+STATE_FIELDS = ("state_bytes_per_layer", "state_elements_per_layer", "state_dtypes", "state_bytes_per_layer_by_engine")
 
 
-def by_engine_totals(per_kind: dict[str, dict[str, Any]]) -> dict[str, int] | None:
+def rescaled_state(entry: KvKind, layers: int) -> KvKind:
+    """A rules entry's state carried over to ``layers`` layers (the model-code witness's count): the fields the
+    rules set, and the state per sequence again when they gave one per layer."""
+    out = KvKind(layers=layers)
+    for name in STATE_FIELDS:
+        if name in entry.model_fields_set:
+            setattr(out, name, getattr(entry, name))
+    if out.state_bytes_per_layer is not None:
+        out.state_bytes_per_sequence = out.state_bytes_per_layer * layers
+    return out
+
+
+def by_engine_totals(per_kind: dict[str, KvKind]) -> dict[str, int] | None:
     """Each engine's state bytes per sequence over every kind (kinds without a per-engine figure count at
     their one figure); None when no kind has a per-engine figure."""
-    if not any("state_bytes_per_layer_by_engine" in e for e in per_kind.values()):
+    if all(e.state_bytes_per_layer_by_engine is None for e in per_kind.values()):
         return None
     totals = dict.fromkeys(ENGINES, 0)
     for entry in per_kind.values():
-        figures = entry.get("state_bytes_per_layer_by_engine")
+        figures = entry.state_bytes_per_layer_by_engine
         for engine in ENGINES:
-            if isinstance(figures, dict):
-                totals[engine] += figures[engine] * entry["layers"]
+            if figures is not None:
+                totals[engine] += figures[engine] * entry.layers
             else:
-                totals[engine] += entry.get("state_bytes_per_sequence", 0)
+                totals[engine] += entry.state_bytes_per_sequence or 0
     return totals

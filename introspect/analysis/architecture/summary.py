@@ -49,7 +49,7 @@ def _mixers(layout: LayerLayout, understood: bool = True) -> str:
 
 
 def _attention(att: Attention, layout: LayerLayout, kv: KvCache | None) -> str:
-    out = attention_words(att.to_dict())  # mixers.py reads the verdict in its JSON form
+    out = attention_words(att)
     if att.sliding_window:
         out += f"; sliding window {att.sliding_window} on {layout.kinds.get('sliding_attention', 0)} layers"
     if att.attention_chunk_size:

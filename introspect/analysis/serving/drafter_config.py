@@ -19,11 +19,18 @@ meta device with SpecForge's classes.
 from __future__ import annotations
 
 import json
-from typing import Any
 
 from introspect.analysis.serving.engine_conventions import ENGINES, Conventions, engine_ids, lookup
-from introspect.analysis.serving.shapes import VllmSpeculativeConfig
-from introspect.remote.contract import as_dict
+from introspect.analysis.serving.shapes import DrafterNote, VllmSpeculativeConfig
+from introspect.documents.profile_architecture import DrafterPlan
+from introspect.documents.profile_serving import (
+    DrafterServing,
+    Engines,
+    PlanDflashDrafter,
+    PlanDrafter,
+    PlanEagle3Drafter,
+)
+from introspect.remote.contract import JSONObject
 
 DRAFTER_DIR = "DRAFTER_DIR"  # the trained drafter's directory, unknown before training: replace it
 # SpecForge's DFlash provider checks the auto_map published DFlash drafters ship
@@ -31,28 +38,27 @@ DRAFTER_DIR = "DRAFTER_DIR"  # the trained drafter's directory, unknown before t
 DFLASH_AUTO_MAP = {"AutoModel": "dflash.DFlashDraftModel"}
 
 
-def choose_engine(engines: Any, requested: str | None) -> tuple[Conventions, str]:
+def choose_engine(engines: Engines | None, requested: str | None) -> tuple[Conventions, str]:
     """(the conventions to follow, why this engine): ``requested``, else the one engine the probe found
     on the host; with both or neither, SGLang's, whose layer ids are the trainers' as written."""
-    section = as_dict(engines)
-    installed = {str(e.get("name")): e.get("version") for e in map(as_dict, section.get("engines") or [])
-                 if e.get("name") in ENGINES}
+    found_engines = engines.engines if engines is not None else []
+    installed = {str(e.name): e.version for e in found_engines if e.name in ENGINES}
     if requested:
         version = installed.get(requested)
         where = f"{requested} {version} is on the probed host" if version else "not installed on the probed host"
-        return lookup(requested, version if isinstance(version, str) else None), f"--engine {requested} ({where})"
+        return lookup(requested, version), f"--engine {requested} ({where})"
     if len(installed) == 1:
         name, version = next(iter(installed.items()))
-        return (lookup(name, version if isinstance(version, str) else None),
+        return (lookup(name, version),
                 f"{name} {version or '(version unknown)'} is the engine installed on the probed host")
     found = ("both SGLang and vLLM are installed on the probed host" if installed
-             else "the probe found neither SGLang nor vLLM" if section.get("probed") else "the profile has no engine facts")
-    version = installed.get("sglang")
-    return (lookup("sglang", version if isinstance(version, str) else None),
+             else "the probe found neither SGLang nor vLLM" if engines is not None and engines.probed
+             else "the profile has no engine facts")
+    return (lookup("sglang", installed.get("sglang")),
             f"{found}: SGLang's conventions, whose layer ids are the trainers' as written; --engine vllm for vLLM's")
 
 
-def _serving(kind: str, conv: Conventions, block_size: int | None) -> dict[str, Any]:
+def _serving(kind: str, conv: Conventions, block_size: int | None) -> DrafterServing:
     """The flags that serve this drafter, the draft tokens and how they follow from the block size."""
     method = conv.value("algorithm")[kind]
     if kind == "dflash":
@@ -70,7 +76,7 @@ def _serving(kind: str, conv: Conventions, block_size: int | None) -> dict[str, 
         if tokens is not None:
             spec["num_speculative_tokens"] = tokens
         args = ["--speculative-config", json.dumps(spec)]
-    return {"args": args, "draft_tokens": tokens, "draft_tokens_rule": how, "source": source}
+    return DrafterServing(args=args, draft_tokens=tokens, draft_tokens_rule=how, source=source)
 
 
 def _ids_convention(kind: str, conv: Conventions) -> str:
@@ -80,63 +86,63 @@ def _ids_convention(kind: str, conv: Conventions) -> str:
     return f"{conv.engine} {conv.table_version} reads these as {read}; {conv.source(f'{kind}.layer_id_offset')}"
 
 
-def plan_drafter(plan: dict[str, Any], conv: Conventions, why: str) -> dict[str, Any]:
+def plan_drafter(plan: DrafterPlan, conv: Conventions, why: str) -> PlanDrafter:
     """The plan's ``drafter`` member: the drafter plan in ``conv``'s engine's terms."""
-    dflash, eagle = as_dict(plan.get("dflash")), as_dict(plan.get("eagle3"))
-    mask = as_dict(dflash.get("mask_token"))
+    dflash, eagle, mask = plan.dflash, plan.eagle3, plan.dflash.mask_token
     mask_default = conv.value("dflash.mask_token_default")
-    return {
-        "engine": conv.engine, "engine_version": conv.version,
-        "conventions": f"{conv.engine} {conv.table_version}", "conventions_known": conv.known,
-        "choice": why, "unknown": conv.unknown_reason(),
-        "dflash": {
-            "target_layer_ids": engine_ids(dflash["target_layer_ids"], "dflash", conv),
-            "ids_key": "dflash_config.target_layer_ids", "ids_convention": _ids_convention("dflash", conv),
-            "draft_taps": dflash["draft_taps"], "draft_layers": dflash["draft_layers"],
-            "block_size": dflash["block_size"],
-            "mask_token": mask.get("token") if mask.get("token") is not None else mask_default,
-            "mask_token_id": mask.get("id"),
-            "serving": _serving("dflash", conv, dflash["block_size"])},
-        "eagle3": {
-            "aux_layer_ids": engine_ids(eagle["aux_layer_ids"], "eagle3", conv),
-            "ids_key": conv.value("eagle3.ids_key"), "ids_convention": _ids_convention("eagle3", conv),
-            "draft_vocab_size": eagle.get("draft_vocab_size"),
-            "serving": _serving("eagle3", conv, None)},
-    }
+    return PlanDrafter(
+        engine=conv.engine, engine_version=conv.version, conventions=f"{conv.engine} {conv.table_version}",
+        conventions_known=conv.known, choice=why, unknown=conv.unknown_reason(),
+        dflash=PlanDflashDrafter(
+            target_layer_ids=engine_ids(dflash.target_layer_ids, "dflash", conv),
+            ids_key="dflash_config.target_layer_ids", ids_convention=_ids_convention("dflash", conv),
+            # Taps are absent only in profiles from before taps and depth were apart: one per layer id.
+            draft_taps=dflash.draft_taps or len(dflash.target_layer_ids), draft_layers=dflash.draft_layers,
+            block_size=dflash.block_size,
+            mask_token=mask.token if mask is not None and mask.token is not None else mask_default,
+            mask_token_id=mask.id if mask is not None else None,
+            serving=_serving("dflash", conv, dflash.block_size)),
+        eagle3=PlanEagle3Drafter(
+            aux_layer_ids=engine_ids(eagle.aux_layer_ids, "eagle3", conv),
+            ids_key=conv.value("eagle3.ids_key"), ids_convention=_ids_convention("eagle3", conv),
+            draft_vocab_size=eagle.draft_vocab_size, serving=_serving("eagle3", conv, None)),
+    )
 
 
-def _note(plan: dict[str, Any], engine: dict[str, Any], kind: str, target_architecture: str | None) -> dict[str, Any]:
-    return {"target_architecture": target_architecture, "engine": engine["conventions"],
-            "ids_convention": engine[kind]["ids_convention"], "stop_ids": plan[kind]["stop_ids"],
-            "rule": plan[kind]["rule"], "serving": engine[kind]["serving"]["args"],
-            "notes": dict(as_dict(plan.get("target_field_notes")))}
+def _note(plan: DrafterPlan, engine: PlanDrafter, kind: str, target_architecture: str | None) -> DrafterNote:
+    chosen = engine.dflash if kind == "dflash" else engine.eagle3
+    stop_ids, rule = (plan.dflash.stop_ids, plan.dflash.rule) if kind == "dflash" else (plan.eagle3.stop_ids,
+                                                                                         plan.eagle3.rule)
+    return DrafterNote(target_architecture=target_architecture, engine=engine.conventions,
+                       ids_convention=chosen.ids_convention, stop_ids=stop_ids, rule=rule,
+                       serving=list(chosen.serving.args), notes=dict(plan.target_field_notes or {}))
 
 
-def drafter_config(plan: dict[str, Any], kind: str, target_architecture: str | None,
-                   engine: dict[str, Any]) -> dict[str, Any]:
-    """The drafter's config.json: every key the drafter class and the trainer read (``engine``: the
-    plan's ``drafter`` member, :func:`plan_drafter`)."""
-    fields = dict(as_dict(plan.get("target_fields")))
+def drafter_config(plan: DrafterPlan, kind: str, target_architecture: str | None, engine: PlanDrafter) -> JSONObject:
+    """The drafter's config.json (free-form by nature: the target's RoPE values as its config.json writes
+    them): every key the drafter class and the trainer read (``engine``: the plan's ``drafter`` member,
+    :func:`plan_drafter`)."""
+    fields = dict(plan.target_fields or {})
     note = _note(plan, engine, kind, target_architecture)
     if kind == "dflash":
-        dflash, chosen = plan["dflash"], engine["dflash"]
-        extra = {"mask_token_id": chosen["mask_token_id"]}
-        if as_dict(dflash.get("mask_token")).get("token") is not None:
-            extra["mask_token"] = chosen["mask_token"]
-        layers = dflash["draft_layers"]
+        dflash, chosen = plan.dflash, engine.dflash
+        extra: JSONObject = {"mask_token_id": chosen.mask_token_id}
+        if dflash.mask_token is not None and dflash.mask_token.token is not None:
+            extra["mask_token"] = chosen.mask_token
+        layers = dflash.draft_layers
         return {"architectures": ["DFlashDraftModel"], "model_type": "qwen3", "auto_map": dict(DFLASH_AUTO_MAP),
                 **fields, "num_hidden_layers": layers,
                 # SpecForge's DFlash model wants one entry per layer (modeling/draft/dflash.py
                 # resolve_dflash_attention_layout); left out, Qwen3Config derives them from its own sliding defaults.
                 "layer_types": ["full_attention"] * layers, "use_sliding_window": False, "sliding_window": None,
-                "tie_word_embeddings": False, "num_target_layers": dflash["num_target_layers"],
-                "block_size": dflash["block_size"],
-                "dflash_config": {"target_layer_ids": chosen["target_layer_ids"], **extra}, "introspect": note}
-    eagle = {"eagle_aux_hidden_state_layer_ids": engine["eagle3"]["aux_layer_ids"], "use_aux_hidden_state": True}
-    config = {"architectures": ["LlamaForCausalLMEagle3"], "model_type": "llama", **fields, "num_hidden_layers": 1,
-              "draft_vocab_size": plan["eagle3"]["draft_vocab_size"], "tie_word_embeddings": False,
-              "eagle_config": eagle}
-    if engine["eagle3"]["ids_key"] == "eagle_aux_hidden_state_layer_ids":  # vLLM reads the top level only
-        config["eagle_aux_hidden_state_layer_ids"] = engine["eagle3"]["aux_layer_ids"]
+                "tie_word_embeddings": False, "num_target_layers": dflash.num_target_layers,
+                "block_size": dflash.block_size,
+                "dflash_config": {"target_layer_ids": chosen.target_layer_ids, **extra}, "introspect": note}
+    eagle = {"eagle_aux_hidden_state_layer_ids": engine.eagle3.aux_layer_ids, "use_aux_hidden_state": True}
+    config: JSONObject = {"architectures": ["LlamaForCausalLMEagle3"], "model_type": "llama", **fields,
+                          "num_hidden_layers": 1, "draft_vocab_size": plan.eagle3.draft_vocab_size,
+                          "tie_word_embeddings": False, "eagle_config": eagle}
+    if engine.eagle3.ids_key == "eagle_aux_hidden_state_layer_ids":  # vLLM reads the top level only
+        config["eagle_aux_hidden_state_layer_ids"] = engine.eagle3.aux_layer_ids
     config["introspect"] = note
     return config

@@ -22,32 +22,31 @@ Two derivations, both stated in ``notes``:
 
 from __future__ import annotations
 
-from typing import Any
-
 from introspect.analysis.architecture.config_view import sanitize
-from introspect.remote.contract import as_dict
+from introspect.documents.profile_architecture import Architecture, Attention
+from introspect.remote.contract import JSONObject, as_dict
 
 ROPE_KEYS = ("rope_theta", "rope_scaling", "rope_parameters")
 _EPS_KEYS = ("layer_norm_eps", "layer_norm_epsilon", "norm_eps", "norm_epsilon")
 
 
-def _int(value: Any) -> int | None:
+def _int(value: object) -> int | None:
     return value if isinstance(value, int) and not isinstance(value, bool) and value > 0 else None
 
 
-def text_view(config: Any, nesting: Any) -> dict[str, Any]:
-    """The target's text config: ``config`` followed down the architecture section's ``nesting``."""
+def text_view(config: object, nesting: list[str]) -> JSONObject:
+    """The target's text config (read as config.json holds it): ``config`` followed down the
+    architecture section's ``nesting``."""
     view = as_dict(config)
-    for key in nesting if isinstance(nesting, list) else []:
+    for key in nesting:
         view = as_dict(view.get(key)) or view
     return view
 
 
-def _attention(arch: dict[str, Any], fields: dict[str, Any], notes: dict[str, str]) -> None:
-    att = as_dict(arch.get("attention"))
-    heads, kv_heads, head_dim = _int(att.get("num_heads")), _int(att.get("num_kv_heads")), _int(att.get("head_dim"))
+def _attention(att: Attention, fields: JSONObject, notes: dict[str, str]) -> None:
+    heads, kv_heads, head_dim = _int(att.num_heads), _int(att.num_kv_heads), _int(att.head_dim)
     if heads is None:
-        why = (f"the target has no attention heads ({att.get('type') or 'no attention facts'}): the drafter's "
+        why = (f"the target has no attention heads ({att.type or 'no attention facts'}): the drafter's "
                "attention shape is a training choice; set it by hand")
         for key in ("num_attention_heads", "num_key_value_heads", "head_dim"):
             fields[key] = None
@@ -58,8 +57,8 @@ def _attention(arch: dict[str, Any], fields: dict[str, Any], notes: dict[str, st
     fields["head_dim"] = head_dim
     if kv_heads is None:
         notes["num_key_value_heads"] = "the target's config gives no KV head count"
-    if att.get("type") == "MLA":
-        v_dim = _int(att.get("v_head_dim"))
+    if att.type == "MLA":
+        v_dim = _int(att.v_head_dim)
         fields["head_dim"] = v_dim
         notes["head_dim"] = (f"MLA target: queries and keys are {head_dim} wide, values {v_dim}; a GQA drafter "
                              "takes the value width (the published Kimi-K2.5 DFlash drafter: head_dim 128)"
@@ -70,7 +69,7 @@ def _attention(arch: dict[str, Any], fields: dict[str, Any], notes: dict[str, st
         notes["head_dim"] = "the target's head width is unknown"
 
 
-def _copied(text: dict[str, Any], fields: dict[str, Any], notes: dict[str, str]) -> None:
+def _copied(text: JSONObject, fields: JSONObject, notes: dict[str, str]) -> None:
     """intermediate_size, RoPE, rms_norm_eps and hidden_act as the target's text config writes them."""
     fields["intermediate_size"] = _int(text.get("intermediate_size"))
     if fields["intermediate_size"] is None:
@@ -95,17 +94,18 @@ def _copied(text: dict[str, Any], fields: dict[str, Any], notes: dict[str, str])
         notes["hidden_act"] = "the target's config gives no hidden_act"
 
 
-def target_fields(arch: dict[str, Any], config: Any) -> tuple[dict[str, Any], dict[str, str]]:
-    """(fields, notes): the drafter config keys taken from the target; ``notes`` say why a key is
-    null or how it was derived."""
-    fields: dict[str, Any] = {"hidden_size": _int(arch.get("hidden_size"))}
+def target_fields(arch: Architecture, config: object) -> tuple[JSONObject, dict[str, str]]:
+    """(fields, notes): the drafter config keys taken from the target (a part of the drafter's
+    config.json, whose RoPE values are copied as config.json writes them); ``notes`` say why a key
+    is null or how it was derived."""
+    fields: JSONObject = {"hidden_size": _int(arch.hidden_size)}
     notes: dict[str, str] = {}
-    _attention(arch, fields, notes)
-    text = text_view(config, arch.get("nesting"))
+    _attention(arch.attention, fields, notes)
+    text = text_view(config, arch.nesting)
     _copied(text, fields, notes)
-    fields["max_position_embeddings"] = _int(arch.get("max_context"))
-    fields["vocab_size"] = _int(arch.get("vocab_size"))
-    fields["dtype"] = arch.get("dtype") if isinstance(arch.get("dtype"), str) else None
+    fields["max_position_embeddings"] = _int(arch.max_context)
+    fields["vocab_size"] = _int(arch.vocab_size)
+    fields["dtype"] = arch.dtype
     if isinstance(text.get("attention_bias"), bool):
         fields["attention_bias"] = text["attention_bias"]
     for key, why in (("hidden_size", "the target's hidden size is unknown"),

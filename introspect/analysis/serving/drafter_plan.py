@@ -32,11 +32,20 @@ the drafter would read that text token as the mask.
 from __future__ import annotations
 
 import re
-from typing import Any
 
 from introspect.analysis.findings import Finding, make
 from introspect.analysis.serving.drafter_fields import target_fields
-from introspect.analysis.serving.shapes import MaskAndStops, MaskToken
+from introspect.analysis.serving.shapes import MaskAndStops
+from introspect.documents.base import TokenId
+from introspect.documents.profile_architecture import (
+    Architecture,
+    DflashPlan,
+    Drafter,
+    DrafterPlan,
+    Eagle3Plan,
+    MaskToken,
+)
+from introspect.documents.profile_tokenizer import Tokenizer
 from introspect.remote.contract import as_dict
 
 # The published DFlash drafters (docs/plan.md "Published drafters"): 5 target layers tapped, 5 draft
@@ -53,12 +62,17 @@ DEFAULT_DRAFT_VOCAB = 32000
 CONVENTION = ("layer ids are the trainers': 0-based decoder-layer outputs (HF hidden_states index - 1); "
               "SGLang adds 1 to DFlash and EAGLE-3 ids, vLLM adds 1 to DFlash ids and reads EAGLE-3 ids as "
               "hidden-states indices: `introspect plan --engine` writes each engine's")
+DFLASH_RULE = "round(1 + i * (n - 4) / (k - 1)) over k taps, SGLang build_target_layer_ids"
+EAGLE3_RULE = "[1, n // 2 - 1, n - 4] (capture before [2, n // 2, n - 3])"
 _RESERVED = re.compile(r"reserved|unused", re.I)
 
 
-
-def _int(value: Any) -> int | None:
+def _int(value: object) -> int | None:
     return value if isinstance(value, int) and not isinstance(value, bool) else None
+
+
+def _id(token: TokenId | None) -> int | None:
+    return token.id if token is not None else None
 
 
 def spread_layer_ids(num_layers: int, count: int) -> list[int]:
@@ -78,28 +92,29 @@ def eagle3_layer_ids(num_layers: int) -> list[int]:
     return [1, num_layers // 2 - 1, num_layers - 4]
 
 
-def mask_token(tokenizer: dict[str, Any], vocab: int | None) -> MaskToken | None:
-    tok_len = _int(tokenizer.get("len")) or _int(tokenizer.get("vocab_size"))
-    taken = {_int(as_dict(tokenizer.get(k)).get("id")) for k in ("pad", "eos", "bos")}
-    mask = as_dict(tokenizer.get("mask"))
-    if _int(mask.get("id")) is not None:
-        return MaskToken(id=mask["id"], token=mask.get("token"), kind="mask_token")
-    unk = as_dict(tokenizer.get("unk"))
-    if _int(unk.get("id")) is not None and unk["id"] not in taken:
-        return MaskToken(id=unk["id"], token=unk.get("token"), kind="unk")
-    for item in tokenizer.get("special_tokens") or []:
-        item = as_dict(item)
-        if _int(item.get("id")) is not None and item["id"] not in taken and _RESERVED.search(str(item.get("token"))):
-            return MaskToken(id=item["id"], token=item.get("token"), kind="reserved")
+def mask_token(tokenizer: Tokenizer | None, vocab: int | None) -> MaskToken | None:
+    if tokenizer is None:
+        return None
+    tok_len = tokenizer.len or tokenizer.vocab_size
+    taken = {_id(tokenizer.pad), _id(tokenizer.eos), _id(tokenizer.bos)}
+    mask, unk = tokenizer.mask, tokenizer.unk
+    if mask is not None and mask.id is not None:
+        return MaskToken(id=mask.id, token=mask.token, kind="mask_token")
+    if unk is not None and unk.id is not None and unk.id not in taken:
+        return MaskToken(id=unk.id, token=unk.token, kind="unk")
+    for item in tokenizer.special_tokens:
+        if item.id is not None and item.id not in taken and _RESERVED.search(str(item.token)):
+            return MaskToken(id=item.id, token=item.token, kind="reserved")
     if tok_len is not None and vocab is not None and vocab > tok_len:
         return MaskToken(id=tok_len, token=None, kind="unassigned-row")
     return None
 
 
-def stop_ids(tokenizer: dict[str, Any], generation_config: Any) -> list[int]:
-    """The tokenizer's EOS plus generation_config's eos_token_id(s): where a turn ends."""
+def stop_ids(tokenizer: Tokenizer | None, generation_config: object) -> list[int]:
+    """The tokenizer's EOS plus generation_config's eos_token_id(s) (generation_config.json as read): where a
+    turn ends."""
     ids = set()
-    eos = _int(as_dict(tokenizer.get("eos")).get("id"))
+    eos = _id(tokenizer.eos) if tokenizer is not None else None
     if eos is not None:
         ids.add(eos)
     gen = as_dict(generation_config).get("eos_token_id")
@@ -109,16 +124,16 @@ def stop_ids(tokenizer: dict[str, Any], generation_config: Any) -> list[int]:
     return sorted(ids)
 
 
-def stand_in(tokenizer: dict[str, Any]) -> str | None:
+def stand_in(tokenizer: Tokenizer | None) -> str | None:
     """Why no id may come from this tokenizer section (a stand-in), or None."""
-    block = as_dict(tokenizer.get("autotokenizer"))
-    if block.get("stand_in") is not True:
+    block = tokenizer.autotokenizer if tokenizer is not None else None
+    if block is None or block.stand_in is not True:
         return None
-    return (f"AutoTokenizer built a stand-in tokenizer ({block.get('stand_in_reason')}): "
+    return (f"AutoTokenizer built a stand-in tokenizer ({block.stand_in_reason}): "
             "copy the model's tokenizer files into its directory and probe again")
 
 
-def _mask_and_stops(tok: dict[str, Any], vocab: int | None, generation_config: Any) -> MaskAndStops:
+def _mask_and_stops(tok: Tokenizer | None, vocab: int | None, generation_config: object) -> MaskAndStops:
     """mask_token / stop_ids with their reasons when null."""
     reason = stand_in(tok)
     if reason is not None:
@@ -128,125 +143,121 @@ def _mask_and_stops(tok: dict[str, Any], vocab: int | None, generation_config: A
                         stop_ids=stop_ids(tok, generation_config), stop_ids_reason=None)
 
 
-def _no_mask(tok: dict[str, Any], vocab: int | None) -> str:
+def _no_mask(tok: Tokenizer | None, vocab: int | None) -> str:
     """Why mask_token found nothing."""
-    size = _int(tok.get("len")) or _int(tok.get("vocab_size"))
-    if size is None and not any(tok.get(k) for k in ("mask", "unk", "special_tokens")):
+    size = (tok.len or tok.vocab_size) if tok is not None else None
+    if size is None and (tok is None or (tok.mask is None and tok.unk is None and not tok.special_tokens)):
         return "no tokenizer facts: no tokenizer file was read and no load gave any"
     rows = (f"its {size} tokens fill the embedding's {vocab} rows" if size is not None and vocab is not None
             else "its length or the embedding's row count is unknown")
     return f"the tokenizer names no mask, unk or reserved token, and {rows}"
 
 
-def drafter_plan(arch: dict[str, Any], tokenizer: Any, generation_config: Any, config: Any = None,
-                 ) -> dict[str, Any] | None:
+def drafter_plan(arch: Architecture, tokenizer: Tokenizer | None, generation_config: object, config: object = None,
+                 ) -> DrafterPlan | None:
     """The target-derived fields of a DFlash and an EAGLE-3 drafter; None without layer count.
-    ``config``: the target's config.json (RoPE, norm eps, FFN width for the emitted configs)."""
-    layers, hidden, vocab = _int(arch.get("num_layers")), _int(arch.get("hidden_size")), _int(arch.get("vocab_size"))
+    ``generation_config`` and ``config``: the target's generation_config.json and config.json as read
+    (stop ids; RoPE, norm eps, FFN width for the emitted configs)."""
+    layers, hidden, vocab = arch.num_layers, arch.hidden_size, arch.vocab_size
     if layers is None or layers < 4:
         return None
-    tok = as_dict(tokenizer)
     eagle_ids = eagle3_layer_ids(layers)
-    ids = _mask_and_stops(tok, vocab, generation_config)
+    ids = _mask_and_stops(tokenizer, vocab, generation_config)
     fields, notes = target_fields(arch, config)
-    common = {"hidden_size": hidden, "vocab_size": vocab, "num_target_layers": layers,
-              "stop_ids": ids["stop_ids"], "stop_ids_reason": ids["stop_ids_reason"]}
-    dflash = dict(common, mask_token=ids["mask_token"], mask_token_reason=ids["mask_token_reason"])
-    return {
-        "convention": CONVENTION,
-        # A target of fewer than 8 layers has fewer than 5 distinct layers 1..n-3 to tap.
-        "dflash": reshape_dflash(dflash, min(DEFAULT_DRAFT_TAPS, layers - 3), DEFAULT_DRAFT_LAYERS,
-                                 DEFAULT_BLOCK_SIZE),
-        "eagle3": dict(common, draft_vocab_size=min(DEFAULT_DRAFT_VOCAB, vocab) if vocab else None,
-                       aux_layer_ids=eagle_ids, hidden_states_indices=[i + 1 for i in eagle_ids],
-                       rule="[1, n // 2 - 1, n - 4] (capture before [2, n // 2, n - 3])"),
-        "target_fields": fields,
-        "target_field_notes": notes,
-    }
+    # A target of fewer than 8 layers has fewer than 5 distinct layers 1..n-3 to tap.
+    taps = min(DEFAULT_DRAFT_TAPS, layers - 3)
+    tapped = spread_layer_ids(layers, taps)
+    dflash = DflashPlan(hidden_size=hidden, vocab_size=vocab, num_target_layers=layers, stop_ids=ids["stop_ids"],
+                        stop_ids_reason=ids["stop_ids_reason"], draft_taps=taps, draft_layers=DEFAULT_DRAFT_LAYERS,
+                        block_size=DEFAULT_BLOCK_SIZE, target_layer_ids=tapped,
+                        hidden_states_indices=[i + 1 for i in tapped], rule=DFLASH_RULE,
+                        mask_token=ids["mask_token"], mask_token_reason=ids["mask_token_reason"])
+    eagle3 = Eagle3Plan(hidden_size=hidden, vocab_size=vocab, num_target_layers=layers, stop_ids=ids["stop_ids"],
+                        stop_ids_reason=ids["stop_ids_reason"],
+                        draft_vocab_size=min(DEFAULT_DRAFT_VOCAB, vocab) if vocab else None,
+                        aux_layer_ids=eagle_ids, hidden_states_indices=[i + 1 for i in eagle_ids], rule=EAGLE3_RULE)
+    return DrafterPlan(convention=CONVENTION, dflash=dflash, eagle3=eagle3, target_fields=fields, target_field_notes=notes)
 
 
-def reshape_dflash(dflash: dict[str, Any], taps: int, layers: int, block_size: int) -> dict[str, Any]:
-    """The DFlash plan for ``taps`` target layers, a ``layers``-deep drafter and ``block_size``."""
-    ids = spread_layer_ids(dflash["num_target_layers"], taps)
-    out = {key: value for key, value in dflash.items()
-           if key not in ("draft_taps", "draft_layers", "block_size", "target_layer_ids", "hidden_states_indices",
-                          "rule", "mask_token", "mask_token_reason")}
-    out.update(draft_taps=taps, draft_layers=layers, block_size=block_size, target_layer_ids=ids,
-               hidden_states_indices=[i + 1 for i in ids],
-               rule="round(1 + i * (n - 4) / (k - 1)) over k taps, SGLang build_target_layer_ids",
-               mask_token=dflash.get("mask_token"), mask_token_reason=dflash.get("mask_token_reason"))
-    return out
+def reshape_dflash(dflash: DflashPlan, taps: int, layers: int, block_size: int) -> DflashPlan:
+    """The DFlash plan for ``taps`` target layers, a ``layers``-deep drafter and ``block_size``
+    (``introspect plan --draft-taps/--draft-layers/--block-size``)."""
+    ids = spread_layer_ids(dflash.num_target_layers or 0, taps)
+    return dflash.model_copy(update={"draft_taps": taps, "draft_layers": layers, "block_size": block_size,
+                                     "target_layer_ids": ids, "hidden_states_indices": [i + 1 for i in ids],
+                                     "rule": DFLASH_RULE})
 
 
-def check_drafters(plan: dict[str, Any] | None, drafters: Any, tokenizer: Any = None) -> list[Finding]:
+def check_drafters(plan: DrafterPlan | None, drafters: list[Drafter], tokenizer: Tokenizer | None = None,
+                   ) -> list[Finding]:
     """A drafter beside the model that disagrees with its target is a finding; so is one whose
     mask id is an ordinary token of the target's tokenizer (``tokenizer``: the profile's section)."""
     if plan is None:
         return []
     out = []
-    for drafter in drafters if isinstance(drafters, list) else []:
-        drafter = as_dict(drafter)
-        if drafter.get("kind") not in ("dflash", "eagle3") or drafter.get("error"):
+    for drafter in drafters:
+        if drafter.kind not in ("dflash", "eagle3") or drafter.error:
             continue
-        problems = _mismatches(plan[drafter["kind"]], drafter)
+        problems = _mismatches(plan.dflash if drafter.kind == "dflash" else plan.eagle3, drafter)
         if problems:
             out.append(make("warning", "drafter-mismatch",
-                               f"drafter {drafter.get('path')} does not match its target: " + "; ".join(problems),
+                               f"drafter {drafter.path} does not match its target: " + "; ".join(problems),
                                "retrain or re-export the drafter for this target (see the plan's drafter fields)"))
-        out += mask_collision(drafter, as_dict(tokenizer), as_dict(plan.get("dflash")).get("mask_token"))
+        out += mask_collision(drafter, tokenizer, plan.dflash.mask_token)
     return out
 
 
-def ordinary_token(tokenizer: dict[str, Any], token_id: Any) -> str | None:
+def ordinary_token(tokenizer: Tokenizer | None, token_id: int | None) -> str | None:
     """How ``token_id`` is an ordinary token of the tokenizer, or None (it is not, or unknown).
 
     Ordinary: below the base vocabulary (``vocab_size``: transformers' count without the added
     tokens) and neither a special token nor a named one. Unknown for a stand-in, without a base
     vocabulary, or when the special-token list was cut."""
-    tid, base = _int(token_id), _int(tokenizer.get("vocab_size"))
+    if tokenizer is None:
+        return None
+    tid, base = token_id, tokenizer.vocab_size
     if tid is None or base is None or not 0 <= tid < base or stand_in(tokenizer) is not None:
         return None
-    if tokenizer.get("special_tokens_truncated"):
+    if tokenizer.special_tokens_truncated:
         return None
-    special = {_int(as_dict(t).get("id")) for t in tokenizer.get("special_tokens") or []}
-    special |= {_int(as_dict(tokenizer.get(k)).get("id")) for k in ("bos", "eos", "pad", "unk", "mask")}
+    special = {t.id for t in tokenizer.special_tokens}
+    special |= {_id(t) for t in (tokenizer.bos, tokenizer.eos, tokenizer.pad, tokenizer.unk, tokenizer.mask)}
     if tid in special:
         return None
-    source = as_dict(tokenizer.get("sources")).get("vocab_size") or "the tokenizer"
+    source = tokenizer.sources.vocab_size or "the tokenizer"
     return (f"id {tid} lies below the tokenizer's base vocabulary of {base} ({source}) and is no special "
             "or named token: an ordinary text token")
 
 
-def mask_collision(drafter: dict[str, Any], tokenizer: dict[str, Any], proposed: Any) -> list[Finding]:
+def mask_collision(drafter: Drafter, tokenizer: Tokenizer | None, proposed: MaskToken | None) -> list[Finding]:
     """The warning for a drafter whose mask_token_id is an ordinary token of its target."""
-    how = ordinary_token(tokenizer, drafter.get("mask_token_id"))
+    how = ordinary_token(tokenizer, drafter.mask_token_id)
     if how is None:
         return []
-    mask = as_dict(proposed)
-    if _int(mask.get("id")) is not None:
-        label = f" ({mask.get('token')})" if mask.get("token") is not None else " (an embedding row no token uses)"
-        fix = (f"# set dflash_config.mask_token_id to {mask['id']}{label} in {drafter.get('path')}/config.json, "
+    if proposed is not None and proposed.id is not None:
+        label = f" ({proposed.token})" if proposed.token is not None else " (an embedding row no token uses)"
+        fix = (f"# set dflash_config.mask_token_id to {proposed.id}{label} in {drafter.path}/config.json, "
                "as the plan proposes, and retrain: every training block masked that text token instead")
     else:
-        fix = (f"# set dflash_config.mask_token_id in {drafter.get('path')}/config.json to a special token the "
+        fix = (f"# set dflash_config.mask_token_id in {drafter.path}/config.json to a special token the "
                "data never contains, or to an embedding row past len(tokenizer), and retrain")
     return [make("warning", "mask-token-collision",
-                 f"drafter {drafter.get('path')}: mask_token_id {drafter.get('mask_token_id')} collides with a "
+                 f"drafter {drafter.path}: mask_token_id {drafter.mask_token_id} collides with a "
                  f"real token of the target: {how}", fix)]
 
 
-def _mismatches(want: dict[str, Any], drafter: dict[str, Any]) -> list[str]:
+def _mismatches(want: DflashPlan | Eagle3Plan, drafter: Drafter) -> list[str]:
     problems = []
-    for key in ("hidden_size", "vocab_size", "num_target_layers"):
-        have = drafter.get(key)
-        if have is not None and want.get(key) is not None and have != want[key]:
-            problems.append(f"{key} {have}, target {want[key]}")
-    layers = want["num_target_layers"]
-    ids = drafter.get("target_layer_ids") or []
-    outside = [i for i in ids if not isinstance(i, int) or not 0 <= i < layers]
+    for key, have, target in (("hidden_size", drafter.hidden_size, want.hidden_size),
+                              ("vocab_size", drafter.vocab_size, want.vocab_size),
+                              ("num_target_layers", drafter.num_target_layers, want.num_target_layers)):
+        if have is not None and target is not None and have != target:
+            problems.append(f"{key} {have}, target {target}")
+    layers = want.num_target_layers
+    outside = [i for i in drafter.target_layer_ids or [] if layers is not None and not 0 <= i < layers]
     if outside:
-        problems.append(f"layer ids {outside} outside the target's 0..{layers - 1}")
-    mask, vocab = drafter.get("mask_token_id"), want.get("vocab_size")
-    if isinstance(mask, int) and isinstance(vocab, int) and not 0 <= mask < vocab:
+        problems.append(f"layer ids {outside} outside the target's 0..{(layers or 0) - 1}")
+    mask, vocab = drafter.mask_token_id, want.vocab_size
+    if mask is not None and vocab is not None and not 0 <= mask < vocab:
         problems.append(f"mask_token_id {mask} outside the vocab {vocab}")
     return problems

@@ -15,10 +15,12 @@ the ``speculative`` flags only say that the version knows the method.
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import cast
 
 from introspect.analysis.findings import Finding, make
 from introspect.analysis.serving.engine_readiness import drafter_findings, readiness_section
+from introspect.analysis.serving.shapes import EngineQuantization
+from introspect.documents.profile_architecture import Architecture
 from introspect.documents.profile_serving import (
     Engine,
     EngineDrafter,
@@ -27,6 +29,7 @@ from introspect.documents.profile_serving import (
     Registration,
 )
 from introspect.remote.contract import as_dict
+from introspect.remote.sections_engines import EngineClass, EngineFacts, EngineQuantizationFacts, EnginesFacts
 
 DRAFTER_WORDS = ("eagle", "dflash", "dspark", "nextn", "mtp", "medusa", "speculator")
 GENERIC_DRAFTER = re.compile(r"^D(Flash|Spark)\d*DraftModel$")  # target-agnostic drafters
@@ -39,19 +42,17 @@ def _norm(text: str) -> str:
     return re.sub(r"[^a-z0-9]", "", text.lower())
 
 
-def family_tokens(arch: dict[str, Any]) -> list[str]:
+def family_tokens(arch: Architecture) -> list[str]:
     """Names a drafter class or module of this family contains: "kimik25", "deepseekv3", "deepseek"."""
     tokens: list[str] = []
-    names = list(arch.get("architectures") or []) + list(arch.get("text_architectures") or [])
+    names = list(arch.architectures or []) + list(arch.text_architectures or [])
     for name in (str(n) for n in names):
         stem = name
         for suffix in _SUFFIXES:
             stem = stem.split(suffix)[0] or stem
         words = re.findall(r"[A-Z][a-z]+|[A-Z]+(?![a-z])|\d+", stem)
         tokens += [_norm(stem)] + ([_norm(words[0])] if words else [])
-    for key in ("model_type", "text_model_type"):
-        if isinstance(arch.get(key), str):
-            tokens.append(_norm(arch[key]))
+    tokens += [_norm(name) for name in (arch.model_type, arch.text_model_type) if name is not None]
     return sorted({t for t in tokens if len(t) >= 4})
 
 
@@ -64,7 +65,7 @@ def drafter_kind(name: str) -> str:
     return "other"
 
 
-def _drafters(classes: dict[str, Any], tokens: list[str]) -> tuple[list[EngineDrafter], list[str]]:
+def _drafters(classes: dict[str, EngineClass], tokens: list[str]) -> tuple[list[EngineDrafter], list[str]]:
     family: list[tuple[bool, str, EngineDrafter]] = []
     generic = []
     for name, info in sorted(classes.items()):
@@ -87,7 +88,7 @@ def _drafters(classes: dict[str, Any], tokens: list[str]) -> tuple[list[EngineDr
     return [drafter for _, _, drafter in family], generic
 
 
-def _registered(classes: dict[str, Any], name: str | None, source: str | None) -> Registration | None:
+def _registered(classes: dict[str, EngineClass], name: str | None, source: str | None) -> Registration | None:
     if not name:
         return None
     info = as_dict(classes.get(name))
@@ -96,41 +97,41 @@ def _registered(classes: dict[str, Any], name: str | None, source: str | None) -
                                         "source": info.get("file") or source})
 
 
-def _quantization(fact: dict[str, Any], method: str | None) -> dict[str, Any]:
+def _quantization(fact: EngineQuantizationFacts, method: str | None) -> EngineQuantization:
     methods = [str(m) for m in fact.get("methods") or []]
     conditional = as_dict(fact.get("conditional"))
-    out = {"source": fact.get("source"), "methods": methods, "checkpoint_method": method, "supported": None,
-           "condition": None}
+    out = EngineQuantization(source=fact.get("source"), methods=methods, checkpoint_method=method, supported=None,
+                             condition=None)
     if method:
         out["supported"] = method in methods or method in conditional
         out["condition"] = conditional.get(method)
     return out
 
 
-def describe_engine(engine: dict[str, Any], arch: dict[str, Any]) -> Engine:
+def describe_engine(engine: EngineFacts, arch: Architecture) -> Engine:
     """One engine of the section from its raw facts (facts/host/engines.py, untyped on the wire)."""
     archs = as_dict(engine.get("architectures"))
     classes = as_dict(archs.get("classes"))
     spec = as_dict(engine.get("speculative"))
     algorithms = [str(a) for a in spec.get("algorithms") or []]
     upper = {a.upper() for a in algorithms}
-    quantization = as_dict(engine.get("quantization"))
+    quantization = cast(EngineQuantizationFacts, as_dict(engine.get("quantization")))
+    first = arch.architectures[0] if arch.architectures else None
     out = Engine(
         name=engine.get("name"), version=engine.get("version"), location=engine.get("location"),
         layout=engine.get("layout"), notes=list(engine.get("notes") or []),
         registered_architectures=len(classes) if classes else None,
-        architecture=_registered(classes, (arch.get("architectures") or [None])[0], archs.get("source"))
-        if classes else None,
+        architecture=_registered(classes, first, archs.get("source")) if classes else None,
         text_architecture=None,
         speculative=EngineSpeculative(source=spec.get("source"), algorithms=algorithms, dflash="DFLASH" in upper,
                                       eagle3="EAGLE3" in upper) if spec else None,
         drafters=[], generic_drafters=[],
-        quantization=_quantization(quantization, as_dict(arch.get("quantization")).get("method"))
+        quantization=dict(_quantization(quantization, arch.quantization.method if arch.quantization else None))
         if engine.get("quantization") else None,
         readiness=readiness_section(engine.get("readiness"), arch),
     )
-    text_archs = arch.get("text_architectures") or []
-    if classes and text_archs and text_archs[0] != (arch.get("architectures") or [None])[0]:
+    text_archs = arch.text_architectures or []
+    if classes and text_archs and text_archs[0] != first:
         out.text_architecture = _registered(classes, text_archs[0], archs.get("source"))
     if classes:
         out.drafters, out.generic_drafters = _drafters(classes, family_tokens(arch))
@@ -158,12 +159,13 @@ def _engine_findings(item: Engine) -> list[Finding]:
     return out
 
 
-def analyze_engines(raw: Any, arch: dict[str, Any]) -> tuple[Engines, list[Finding]]:
-    """(section, findings). ``raw`` is the model task's ``engines`` facts (None: not probed)."""
+def analyze_engines(raw: object, arch: Architecture) -> tuple[Engines, list[Finding]]:
+    """(section, findings). ``raw`` is the model task's ``engines`` facts as read (None: not probed)."""
     if not isinstance(raw, dict):
         return Engines(probed=False, searched=[], engines=[]), []
-    engines = [describe_engine(e, arch) for e in raw.get("engines") or [] if isinstance(e, dict)]
-    searched = [str(name) for name in raw.get("searched") or []]
+    facts = cast(EnginesFacts, raw)
+    engines = [describe_engine(e, arch) for e in facts.get("engines") or [] if isinstance(e, dict)]
+    searched = [str(name) for name in facts.get("searched") or []]
     section = Engines(probed=True, searched=searched, engines=engines)
     if not engines:
         return section, [make("info", "engines-none", "no serving engine (" + ", ".join(searched)

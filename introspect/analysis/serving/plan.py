@@ -38,12 +38,12 @@ the expert FFN size over TP aligned to the quantization group or FP8 block
 from __future__ import annotations
 
 import dataclasses
-from typing import Any
 
 from introspect.analysis.serving.plan_context import (
     ContextOptions,
     TokenBytes,
     context_fields,
+    kv_unknown,
     rope_default,
     suggested_len,
     token_bytes,
@@ -54,9 +54,9 @@ from introspect.analysis.serving.plan_stages import (
     pp_partition,
     stage_weights,
 )
+from introspect.documents.profile_architecture import Architecture
 from introspect.documents.profile_serving import ContextFix, Layout, LayoutCheck, Plan, WeightsBytes
 from introspect.documents.profile_serving import GpuBudget as GpuRecord
-from introspect.remote.contract import as_dict
 
 DEFAULT_FRACTION = 0.9
 GROUP_QUANT_METHODS = ("compressed-tensors", "gptq", "awq")
@@ -109,28 +109,22 @@ class Shape:
     block: tuple[int, int] | None = None  # block-FP8 (block_n, block_k)
 
     @classmethod
-    def of(cls, arch: dict[str, Any]) -> Shape:
-        attn, moe = as_dict(arch.get("attention")), as_dict(arch.get("moe"))
-        kv, quant = as_dict(arch.get("kv_cache")), as_dict(arch.get("quantization"))
-        return cls(num_layers=_int(arch.get("num_layers")), heads=_int(attn.get("num_heads")),
-                   kv_heads=_int(attn.get("num_kv_heads")), attention_type=attn.get("type"),
-                   experts=_int(moe.get("routed_experts")) if moe.get("is_moe") else None,
-                   moe_inter=_int(moe.get("moe_intermediate_size")), vocab=_int(arch.get("vocab_size")),
-                   max_context=_int(arch.get("max_context")), kv_bytes_per_token=_int(kv.get("bytes_per_token")) or 0,
-                   state_bytes_per_sequence=_int(kv.get("state_bytes_per_sequence")) or 0,
-                   quant_method=quant.get("method"), group_size=_int(quant.get("group_size")),
-                   block=_block(quant.get("block_size")))
+    def of(cls, arch: Architecture) -> Shape:
+        attn, moe, kv, quant = arch.attention, arch.moe, arch.kv_cache, arch.quantization
+        return cls(num_layers=arch.num_layers, heads=attn.num_heads, kv_heads=attn.num_kv_heads,
+                   attention_type=attn.type, experts=moe.routed_experts if moe.is_moe else None,
+                   moe_inter=moe.moe_intermediate_size, vocab=arch.vocab_size, max_context=arch.max_context,
+                   kv_bytes_per_token=(kv.bytes_per_token if kv is not None else None) or 0,
+                   state_bytes_per_sequence=(kv.state_bytes_per_sequence if kv is not None else None) or 0,
+                   quant_method=quant.method if quant is not None else None,
+                   group_size=quant.group_size if quant is not None else None,
+                   block=_block(quant.block_size if quant is not None else None))
 
 
-def _block(value: Any) -> tuple[int, int] | None:
-    if isinstance(value, list) and len(value) == 2 and all(_int(v) and v > 0 for v in value):
+def _block(value: list[int] | None) -> tuple[int, int] | None:
+    if value is not None and len(value) == 2 and all(v > 0 for v in value):
         return value[0], value[1]
     return None
-
-
-
-def _int(value: Any) -> int | None:
-    return value if isinstance(value, int) and not isinstance(value, bool) else None
 
 
 def _gib(value: int) -> str:
@@ -262,13 +256,13 @@ def rank(item: Layout, per_node: int | None) -> tuple[bool, int, bool, int, int]
     return (not recipe, item.gpus, bool(item.tp_across_nodes), item.pp, -(item.kv_tokens_per_gpu or 0))
 
 
-def _demand(arch: dict[str, Any], context: ContextOptions, default_len: tuple[int | None, str] | None
+def _demand(arch: Architecture, context: ContextOptions, default_len: tuple[int | None, str] | None
             ) -> tuple[Demand, str | None]:
     """The request every layout must hold, and where its length came from (the plan's ``max_model_len_source``)."""
-    derived, source = default_len or rope_default(None, None, _int(arch.get("max_context")))
+    derived, source = default_len or rope_default(None, None, arch.max_context)
     tokens = token_bytes(arch, context.kv_dtype, context.engine)
     length = context.max_model_len or derived
-    cap = max(derived or 0, _int(arch.get("max_context")) or 0, length or 0)  # the longest the engine serves
+    cap = max(derived or 0, arch.max_context or 0, length or 0)  # the longest the engine serves
     return Demand(tokens, length, cap, context.context_len), "--max-model-len" if context.max_model_len else source
 
 
@@ -282,7 +276,7 @@ def _context_fix(layouts: list[Layout]) -> ContextFix | None:
     return ContextFix(layout=best.name, max_context_fits=fits, max_model_len=suggested_len(fits))
 
 
-def plan_section(arch: dict[str, Any], weights: WeightsBytes | None, budget: GpuBudget | None,
+def plan_section(arch: Architecture, weights: WeightsBytes | None, budget: GpuBudget | None,
                  fraction: float = DEFAULT_FRACTION, context: ContextOptions | None = None,
                  default_len: tuple[int | None, str] | None = None) -> Plan:
     """The ``plan`` section: weights, GPUs, every candidate layout, the first that fits."""
@@ -302,8 +296,9 @@ def plan_section(arch: dict[str, Any], weights: WeightsBytes | None, budget: Gpu
     shape = dataclasses.replace(Shape.of(arch), state_bytes_per_sequence=tokens.state)
     if tokens.known:
         shape = dataclasses.replace(shape, kv_bytes_per_token=tokens.per_token)
-    kv_rule = _kv_rule(shape, as_dict(arch.get("kv_cache")).get("sliding_window_cap"), demand, context.engine)
-    unknown = as_dict(as_dict(arch.get("invalid_config")).get("unknown")).get("kv_cache")
+    kv_rule = _kv_rule(shape, arch.kv_cache.sliding_window_cap if arch.kv_cache is not None else None, demand,
+                       context.engine)
+    unknown = kv_unknown(arch)
     if unknown:  # KV bytes per token unknown: kv_tokens stay null rather than computed from 0
         kv_rule += f"; KV cache unknown because of config.json {', '.join(map(str, unknown))}"
     out.kv_rule = kv_rule

@@ -43,9 +43,10 @@ FlashMLA) and keep one null block aside, so their figure can be one block smalle
 from __future__ import annotations
 
 import dataclasses
-from typing import Any
 
 from introspect.analysis.architecture.mixer_math import indexer_key_bytes
+from introspect.analysis.serving.drafter_fields import text_view
+from introspect.documents.profile_architecture import Architecture, Attention, KvCache
 from introspect.documents.profile_serving import Layout
 from introspect.remote.contract import as_dict
 
@@ -83,63 +84,59 @@ class TokenBytes:
         return self.growing + self.bounded
 
 
-def _int(value: Any) -> int | None:
-    return value if isinstance(value, int) and not isinstance(value, bool) else None
-
-
-def engine_kv_dtype(model_dtype: Any, kv_dtype: str) -> str:
+def engine_kv_dtype(model_dtype: str | None, kv_dtype: str) -> str:
     if kv_dtype == "fp8":
         return "fp8"
     return model_dtype if model_dtype in HALF_DTYPES else "bfloat16"
 
 
-def _dsa_bytes(arch: dict[str, Any], kv: dict[str, Any], kv_dtype: str) -> int | None:
+def _dsa_bytes(attention: Attention, kv: KvCache, kv_dtype: str) -> int | None:
     """Per-token bytes of an MLA model with an indexer at the engine's layout, or None if not one."""
-    attention = as_dict(arch.get("attention"))
     key = indexer_key_bytes(attention)  # from index_head_dim: a profile of any version reads the same
-    latent = (_int(attention.get("kv_lora_rank")) or 0) + (_int(attention.get("qk_rope_head_dim")) or 0)
-    if attention.get("type") != "MLA" or not key or not latent:
+    latent = (attention.kv_lora_rank or 0) + (attention.qk_rope_head_dim or 0)
+    if attention.type != "MLA" or not key or not latent:
         return None
-    kinds = [as_dict(entry) for entry in as_dict(kv.get("per_kind")).values()]
-    layers = sum((_int(e.get("bytes_per_token")) or 0) // (_int(e.get("bytes_per_token_per_layer")) or 1)
-                 * (_int(e.get("attention_sublayers")) or 1) for e in kinds if _int(e.get("bytes_per_token_per_layer")))
+    layers = sum((e.bytes_per_token or 0) // (e.bytes_per_token_per_layer or 1) * (e.attention_sublayers or 1)
+                 for e in kv.per_kind.values() if e.bytes_per_token_per_layer)
     row = FP8_DS_MLA_ROW if kv_dtype == "fp8" else latent * 2
     return layers * (row + key)
 
 
-def state_bytes(kv: dict[str, Any], engine: str | None) -> int:
+def state_bytes(kv: KvCache | None, engine: str | None) -> int:
     """Recurrent state of one sequence at ``engine``'s state dtypes, else the profile's (larger) figure."""
-    by_engine = as_dict(kv.get("state_bytes_per_sequence_by_engine"))
-    figure = _int(by_engine.get(engine)) if engine else None
-    return figure if figure is not None else _int(kv.get("state_bytes_per_sequence")) or 0
+    if kv is None:
+        return 0
+    figure = (kv.state_bytes_per_sequence_by_engine or {}).get(engine) if engine else None
+    return figure if figure is not None else kv.state_bytes_per_sequence or 0
 
 
-def token_bytes(arch: dict[str, Any], kv_dtype: str = "auto", engine: str | None = None) -> TokenBytes:
+def kv_unknown(arch: Architecture) -> list[str] | None:
+    """The config.json keys whose invalid values voided the KV cache figures, or None."""
+    return arch.invalid_config.unknown.get("kv_cache") if arch.invalid_config is not None else None
+
+
+def token_bytes(arch: Architecture, kv_dtype: str = "auto", engine: str | None = None) -> TokenBytes:
     """The profile's KV rule re-priced at the engine's KV dtype (2 bytes for auto, 1 for fp8), with the
     recurrent state at ``engine``'s state dtypes."""
-    kv = as_dict(arch.get("kv_cache"))
-    unknown = as_dict(as_dict(arch.get("invalid_config")).get("unknown")).get("kv_cache")
-    total, width = _int(kv.get("bytes_per_token")), _int(kv.get("bytes_per_element"))
-    dtype = engine_kv_dtype(kv.get("dtype"), kv_dtype)
+    kv = arch.kv_cache
+    dtype = engine_kv_dtype(kv.dtype if kv is not None else None, kv_dtype)
     state = state_bytes(kv, engine)
-    if total is None or not width or unknown:
+    if kv is None or kv.bytes_per_token is None or not kv.bytes_per_element or kv_unknown(arch):
         return TokenBytes(0, 0, None, state, dtype, known=False)
-    beyond = _int(kv.get("bytes_per_token_beyond_window"))
-    beyond = total if beyond is None else beyond
-    window = _int(kv.get("sliding_window_cap")) if beyond < total else None
+    total, width = kv.bytes_per_token, kv.bytes_per_element
+    beyond = total if kv.bytes_per_token_beyond_window is None else kv.bytes_per_token_beyond_window
+    window = kv.sliding_window_cap if beyond < total else None
     element = 1 if kv_dtype == "fp8" else 2
-    dsa = _dsa_bytes(arch, kv, kv_dtype)
+    dsa = _dsa_bytes(arch.attention, kv, kv_dtype)
     if dsa is not None:
         return TokenBytes(dsa, 0, None, state, "fp8_ds_mla" if kv_dtype == "fp8" else dtype, known=True)
     growing = beyond * element // width
     return TokenBytes(growing, (total - beyond) * element // width, window, state, dtype, known=True)
 
 
-def rope_default(config: Any, nesting: Any, max_context: int | None) -> tuple[int | None, str]:
-    """(max_model_len, how) as vLLM derives it from config.json (model.py #L2545)."""
-    view = as_dict(config)
-    for key in nesting if isinstance(nesting, list) else []:
-        view = as_dict(view.get(key)) or view
+def rope_default(config: object, nesting: list[str] | None, max_context: int | None) -> tuple[int | None, str]:
+    """(max_model_len, how) as vLLM derives it from config.json (``config``, as read; model.py #L2545)."""
+    view = text_view(config, nesting or [])
     if max_context is None:
         return None, "the config gives no context length"
     rope = as_dict(view.get("rope_parameters")) or as_dict(view.get("rope_scaling"))

@@ -7,8 +7,6 @@ through one call; ``introspect plan`` re-plans a saved profile with
 
 from __future__ import annotations
 
-from typing import Any
-
 from introspect.analysis.findings import Finding
 from introspect.analysis.serving.drafter_plan import check_drafters, drafter_plan
 from introspect.analysis.serving.engines import analyze_engines
@@ -17,39 +15,36 @@ from introspect.analysis.serving.plan import DEFAULT_FRACTION, GpuBudget, plan_s
 from introspect.analysis.serving.plan_context import ContextOptions, rope_default
 from introspect.analysis.serving.plan_weights import split_weights
 from introspect.analysis.serving.shapes import ServingSections
-from introspect.documents.profile_serving import Plan, WeightsBytes
+from introspect.documents.profile import ProfileDocument
+from introspect.documents.profile_architecture import Architecture
+from introspect.documents.profile_serving import Plan
+from introspect.documents.profile_tokenizer import Tokenizer
 from introspect.remote.contract import RawFacts, as_dict
 
 
-def serving_sections(raw: RawFacts, architecture: Any, tokenizer: Any) -> tuple[ServingSections, list[Finding]]:
+def serving_sections(raw: RawFacts, arch: Architecture, tokenizer: Tokenizer | None
+                     ) -> tuple[ServingSections, list[Finding]]:
     """The engines, GPUs and plan sections, and their findings; the drafter plan goes into the
     profile's own ``architecture.speculative`` (the section being built)."""
-    arch = as_dict(architecture)
     engines, engine_findings = analyze_engines(raw.get("engines"), arch)
     gpus, gpu_findings = analyze_gpus(raw.get("gpus"))
-    num_layers = arch.get("num_layers") if isinstance(arch.get("num_layers"), int) else None
-    weights = split_weights(raw.get("safetensors"), num_layers)
+    weights = split_weights(raw.get("safetensors"), arch.num_layers)
     files = as_dict(raw.get("files"))
     # The engine's default max_model_len needs the RoPE settings, which only the raw config.json has.
-    default_len = rope_default(files.get("config"), arch.get("nesting"),
-                               arch.get("max_context") if isinstance(arch.get("max_context"), int) else None)
+    default_len = rope_default(files.get("config"), arch.nesting, arch.max_context)
     plan = plan_section(arch, weights, budget_from(gpus), default_len=default_len)
     drafters = drafter_plan(arch, tokenizer, files.get("generation_config"), files.get("config"))
     findings = engine_findings + gpu_findings
-    findings += check_drafters(drafters, as_dict(arch.get("speculative")).get("drafters"), tokenizer)
-    if isinstance(arch.get("speculative"), dict):
-        arch["speculative"]["drafter_plan"] = drafters
+    findings += check_drafters(drafters, arch.speculative.drafters, tokenizer)
+    arch.speculative.drafter_plan = drafters
     return ServingSections(engines=engines, gpus=gpus, plan=plan), findings
 
 
-def replan(profile: dict[str, Any], budget: GpuBudget, fraction: float = DEFAULT_FRACTION,
+def replan(profile: ProfileDocument, budget: GpuBudget, fraction: float = DEFAULT_FRACTION,
            context: ContextOptions | None = None) -> Plan:
-    """The plan section of a saved profile (its JSON, read back) for other GPUs (``introspect plan``)."""
-    saved = as_dict(profile.get("plan"))
-    weights = saved.get("weights")
-    length, source = saved.get("max_model_len"), saved.get("max_model_len_source")
+    """The plan section of a saved profile for other GPUs (``introspect plan``)."""
+    saved = profile.plan
+    length, source = saved.max_model_len, saved.max_model_len_source
     # The probe derived the default from config.json (RoPE included); a profile from before that has none.
-    default_len = ((length, str(source)) if isinstance(length, int) and source != "--max-model-len" else None)
-    return plan_section(as_dict(profile.get("architecture")),
-                        WeightsBytes.model_validate(weights) if isinstance(weights, dict) else None,
-                        budget, fraction, context, default_len)
+    default_len = (length, str(source)) if length is not None and source != "--max-model-len" else None
+    return plan_section(profile.architecture, saved.weights, budget, fraction, context, default_len)
