@@ -35,9 +35,9 @@ from collections import Counter
 from collections.abc import Callable, Hashable, Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
-from typing import Any, Generic, TypedDict, TypeVar
+from typing import Any, Generic, TypeVar
 
-from introspect.client.fleet_pacing import Pacer
+from introspect.client.fleet_pacing import Pacer, PacingStats
 from introspect.interrupts import Terminated, signum_of
 
 T = TypeVar("T")
@@ -59,8 +59,9 @@ class ItemFailure(Generic[T]):
     seconds: float
 
 
-class FleetStats(TypedDict, total=False):
-    """The ``fleet`` member of a fleet document: --parallel (set by the command) and the monitor's counters."""
+class FleetStats(PacingStats, total=False):
+    """The ``fleet`` member of a fleet document: --parallel (set by the command), the monitor's
+    counters and the login pacing's (inherited from fleet_pacing.PacingStats)."""
 
     parallel: int
     stagger_s: float
@@ -68,14 +69,6 @@ class FleetStats(TypedDict, total=False):
     max_open_connections: int
     connects_started: int
     open_connections: int
-    # The login pacing's counters (fleet_pacing.PacingStats).
-    refusals: int
-    retries: int
-    refused_hosts: int
-    refused_endpoints: int
-    smallest_window: int
-    handshakes_limit: int
-    handshakes_peak: int
 
 
 class FleetMonitor:
@@ -180,13 +173,14 @@ class FleetMonitor:
                 close()
 
     def stats(self) -> FleetStats:
+        pacing = self.pacer.stats()  # outside this lock: the pacer has its own
         with self._lock:
-            counters: FleetStats = {
+            return {
                 "stagger_s": self.stagger_s, "burst": self.burst, "max_open_connections": self._max_open,
                 # Connects started (attempts, failed ones included); each host's
                 # report says how many connections its executor really opened.
-                "connects_started": sum(self._opened.values()), "open_connections": self._open}
-        return {**counters, **self.pacer.stats()}
+                "connects_started": sum(self._opened.values()), "open_connections": self._open,
+                **pacing}
 
 
 def run_fleet(

@@ -34,7 +34,7 @@ from introspect.checks.health import (
 )
 from introspect.checks.history import Snapshot, snapshot_from
 from introspect.checks.history_guard import GuardedHistory
-from introspect.client.fleet import FleetInterrupted, FleetMonitor, ItemFailure, run_fleet
+from introspect.client.fleet import FleetInterrupted, FleetMonitor, FleetStats, ItemFailure, run_fleet
 from introspect.client.fleet_ahead import DialAhead
 from introspect.client.fleet_pacing import endpoint_of
 from introspect.client.health_history import attach_drift, record_run
@@ -46,7 +46,6 @@ from introspect.transport.base import Executor
 from introspect.userconfig import choose_remote_code
 
 if TYPE_CHECKING:
-    from introspect.client.fleet import FleetStats
     from introspect.documents import health as documents
 
 SCHEMA: Final = "introspect.health/v1"
@@ -331,13 +330,13 @@ def check_and_record(hosts: Sequence[HostEntry], executor_for: Callable[[HostEnt
         from introspect.client.health_stop import HealthInterrupted, not_recorded
 
         if isinstance(stop, HealthInterrupted):
-            stop.run = HealthRun(stop.reports, None, started, time.time(), {"parallel": parallel, **monitor.stats()})
+            stop.run = HealthRun(stop.reports, None, started, time.time(), FleetStats(parallel=parallel, **monitor.stats()))
             store.notes.append(not_recorded(stop.signum, argv))
         raise
     finished = time.time()
     attach_drift(reports, store)  # before recording: "previous" must be the last stored run
     run_id = record_run(store, reports, argv=argv, started_at=started, finished_at=finished)
-    return HealthRun(reports, run_id, started, finished, {"parallel": parallel, **monitor.stats()})
+    return HealthRun(reports, run_id, started, finished, FleetStats(parallel=parallel, **monitor.stats()))
 
 
 # -------------------------------------------------------------------------- data

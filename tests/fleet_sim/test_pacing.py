@@ -11,12 +11,14 @@ a banner timeout, never paramiko's "No existing session".
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import subprocess
 import sys
 import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -115,22 +117,30 @@ def test_logins_to_one_sshd_back_off_on_refusals_and_all_get_in(recordings: Reco
     assert f.sim.stats["logins"] == 16
 
 
-def test_a_refused_host_gives_up_at_its_retry_budget(recordings: Recordings, tmp_path: Path) -> None:
-    spec = FleetSpec(1, first_address="127.1.43.1", max_startups=MaxStartups.parse("1"))
+@contextlib.contextmanager
+def full_host(recordings: Recordings, tmp_path: Path, address: str) -> Iterator[tuple[Fleet, Endpoint]]:
+    """One simulated host with MaxStartups 1 whose only slot a login-less connection holds
+    for the whole block: every login to it is refused."""
+    spec = FleetSpec(1, first_address=address, max_startups=MaxStartups.parse("1"))
     knocks = Knocks()
     try:
         with fleet(spec, recordings, tmp_path) as f:
             e = f.endpoints[0]
-            knocks.knock(e.address, e.port)  # holds the only slot for the whole test
-            pacer = Pacer(retry_s=1.0, seed=2)
-            started = time.monotonic()
-            with pytest.raises(StartupsRefused):
-                pacer.login(endpoint_of(HostEntry("c0", e.address, port=e.port)), f.executor(0).connect,
-                            threading.Event())
-            elapsed = time.monotonic() - started
-            refused = f.sim.stats["refused_maxstartups"]
+            knocks.knock(e.address, e.port)
+            yield f, e
     finally:
         knocks.close()
+
+
+def test_a_refused_host_gives_up_at_its_retry_budget(recordings: Recordings, tmp_path: Path) -> None:
+    with full_host(recordings, tmp_path, "127.1.43.1") as (f, e):
+        pacer = Pacer(retry_s=1.0, seed=2)
+        started = time.monotonic()
+        with pytest.raises(StartupsRefused):
+            pacer.login(endpoint_of(HostEntry("c0", e.address, port=e.port)), f.executor(0).connect,
+                        threading.Event())
+        elapsed = time.monotonic() - started
+        refused = f.sim.stats["refused_maxstartups"]
     assert 0.2 < elapsed < 1.0 + 0.5  # within the budget (the next back-off would have passed it)
     assert refused >= 2 and pacer.refusals == refused and pacer.refused_hosts == 1
 
@@ -212,19 +222,12 @@ def test_silent_hosts_late_in_the_inventory_are_dialled_ahead(recordings: Record
 def test_openssh_transport_reports_the_refusal_as_one_too(recordings: Recordings, tmp_path: Path) -> None:
     # OpenSSH 9 says "kex_exchange_identification: read: Connection reset by peer" (or "Connection
     # closed by remote host") for sshd's refusal line and close; openssh:// words it as ssh:// does.
-    spec = FleetSpec(1, first_address="127.1.46.1", max_startups=MaxStartups.parse("1"))
-    knocks = Knocks()
-    try:
-        with fleet(spec, recordings, tmp_path) as f:
-            e = f.endpoints[0]
-            knocks.knock(e.address, e.port)  # holds the only slot
-            executor = create_executor(ConnectionSettings(
-                scheme="openssh", host=e.address, port=e.port, ssh_config="/dev/null",
-                known_hosts=str(f.known_hosts), identity=str(f.sim.key_path), connect_timeout=5.0))
-            with pytest.raises(StartupsRefused) as info:
-                executor.run_python(recordings.meta["python"], "health", {}, timeout=10)
-            refused = f.sim.stats["refused_maxstartups"]
-    finally:
-        knocks.close()
+    with full_host(recordings, tmp_path, "127.1.46.1") as (f, e):
+        executor = create_executor(ConnectionSettings(
+            scheme="openssh", host=e.address, port=e.port, ssh_config="/dev/null",
+            known_hosts=str(f.known_hosts), identity=str(f.sim.key_path), connect_timeout=5.0))
+        with pytest.raises(StartupsRefused) as info:
+            executor.run_python(recordings.meta["python"], "health", {}, timeout=10)
+        refused = f.sim.stats["refused_maxstartups"]
     assert refused >= 1 and info.value.stage == "banner"
     assert info.value.hint is not None and "sshd -T | grep -i maxstartups" in info.value.hint
