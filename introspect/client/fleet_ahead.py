@@ -39,11 +39,11 @@ def default_limit(parallel: int) -> int:
         import resource  # POSIX only: elsewhere assume the common soft limit
 
         soft = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
-        soft = 4 * parallel + 128 + 4 * parallel if soft == resource.RLIM_INFINITY else soft
+        if soft == resource.RLIM_INFINITY:
+            return max(1, 4 * parallel)
     except (ImportError, OSError, ValueError):
         soft = 1024
-    room = soft - 4 * parallel - 128
-    return max(1, min(4 * parallel, room))
+    return max(1, min(4 * parallel, soft - 4 * parallel - 128))
 
 
 class DialAhead(Generic[H]):
