@@ -194,6 +194,19 @@ def check_package(venv: VenvEntry, requirement: str, facts: Mapping[str, Any]) -
     return CheckResult(check, "pass", f"{req.name} {version} {verdict}", None, evidence)
 
 
+@functools.lru_cache(maxsize=MEMO_SIZE)
+def _base_requirement(raw: str, env: Env) -> Requirement | None:
+    """``raw`` parsed when ``pip check`` judges it in ``env`` (base install, extra ""), else None:
+    an optional (extra) dependency, unparsable metadata (pip check skips it too), or a marker
+    that is false here. Memoised: a fleet's venvs repeat the same strings host after host."""
+    if ONLY_AN_EXTRA.search(raw):
+        return None  # its marker is False for extra "" (saves parsing ~85% of them)
+    dep = parse_requirement(raw)
+    if dep is None or not _marker_applies(raw, dep, env):
+        return None
+    return dep
+
+
 def check_dependency_conflicts(venv: VenvEntry, facts: Mapping[str, Any]) -> CheckResult:
     """`pip check` without running pip: every installed dist's Requires-Dist, base extras only."""
     env = _marker_env(facts)
@@ -201,12 +214,8 @@ def check_dependency_conflicts(venv: VenvEntry, facts: Mapping[str, Any]) -> Che
     problems: list[Unmet] = []
     for dist_name, info in sorted(installed.items()):
         for raw in info.get("requires") or []:
-            if isinstance(raw, str) and ONLY_AN_EXTRA.search(raw):
-                continue  # an optional dependency: its marker is False for extra "" (saves parsing ~85% of them)
-            dep = parse_requirement(raw) if isinstance(raw, str) else None
+            dep = _base_requirement(raw, env) if isinstance(raw, str) else None
             if dep is None:
-                continue  # pip check skips unparsable metadata too
-            if not _marker_applies(raw, dep, env):  # extra == "" drops optional (extra) deps
                 continue
             unmet = _unmet(raw, dep, installed)
             if unmet is not None and unmet["problem"] != "unparsable-version":

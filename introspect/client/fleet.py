@@ -37,6 +37,7 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
+from introspect.client.fleet_gc import fleet_collections
 from introspect.client.fleet_pacing import Pacer, PacingStats
 from introspect.interrupts import Terminated, signum_of
 
@@ -231,8 +232,9 @@ def run_fleet(
 
     pool = concurrent.futures.ThreadPoolExecutor(max_workers=min(parallel, len(items)),
                                                  thread_name_prefix="fleet")
-    results = _run_pool(pool, guarded, items, monitor, on_done, store)
-    pool.shutdown(wait=True)
+    with fleet_collections():
+        results = _run_pool(pool, guarded, items, monitor, on_done, store)
+        pool.shutdown(wait=True)
     return results
 
 

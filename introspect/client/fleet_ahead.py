@@ -32,18 +32,33 @@ from introspect.transport.base import Executor
 H = TypeVar("H", bound=Endpointed)
 
 
+AHEAD_HOSTS = 1024  # hosts made ahead at least (within the open-file limit): see default_limit
+
+
 def default_limit(parallel: int) -> int:
-    """Hosts dialled ahead at most: 4 rounds of ``parallel``, within the open-file limit (each is one
-    socket; the workers' own connections and their channels keep 4 per worker and 128 spare)."""
+    """Hosts dialled ahead at most: 4 rounds of ``parallel`` and at least 1,024, within the
+    open-file limit (each is one socket; the workers' own connections and their channels keep 4
+    per worker and 128 spare). A silent host is found as far ahead as the workers take a banner
+    deadline to reach: at 50 hosts a second and 10 s, 500 hosts; a worker reaching one sooner
+    waits out the rest of its deadline."""
+    wanted = max(4 * parallel, AHEAD_HOSTS)
     try:
         import resource  # POSIX only: elsewhere assume the common soft limit
 
         soft = resource.getrlimit(resource.RLIMIT_NOFILE)[0]
         if soft == resource.RLIM_INFINITY:
-            return max(1, 4 * parallel)
+            return wanted
     except (ImportError, OSError, ValueError):
         soft = 1024
-    return max(1, min(4 * parallel, soft - 4 * parallel - 128))
+    return max(1, min(wanted, soft - 4 * parallel - 128))
+
+
+def dial_threads(parallel: int) -> int:
+    """Dials waiting at once, each a thread: a dial waits one round trip, a silent host's its whole
+    banner deadline. With ``parallel`` of them (64 at least), a fleet can hold that many silent
+    hosts within one deadline's worth of hosts before the look-ahead stalls and workers wait on
+    silent hosts themselves; threads are started only as dials wait (ThreadPoolExecutor)."""
+    return max(64, parallel)
 
 
 class DialAhead(Generic[H]):
@@ -63,9 +78,7 @@ class DialAhead(Generic[H]):
         self._made: dict[int, Executor] = {}  # by position in hosts: made ahead, not taken yet
         self._taken: set[int] = set()
         self._index = {id(h): i for i, h in enumerate(self._hosts)}
-        # Dials wait on the network only (a silent host holds one for its banner deadline): a quarter
-        # of the workers' threads keeps up with them without doubling the process's threads.
-        self._pool = concurrent.futures.ThreadPoolExecutor(max_workers=max(8, self._parallel // 4),
+        self._pool = concurrent.futures.ThreadPoolExecutor(max_workers=dial_threads(self._parallel),
                                                            thread_name_prefix="ahead")
         self._done = threading.Event()  # the run is over: feed no more
         self._feeder = threading.Thread(target=self._feed, name="ahead-feeder", daemon=True)

@@ -15,6 +15,7 @@ A channel's failure is its own result (:attr:`ChannelResult.error`); what it mea
 from __future__ import annotations
 
 import concurrent.futures
+import threading
 from collections.abc import Hashable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
@@ -84,6 +85,14 @@ def run_channels(executor: Executor, channels: Sequence[Channel], *,
     if not channels:
         return {}
     sessions = _sessions(channels)
+    if len(sessions) == 1 and threading.current_thread() is not threading.main_thread():
+        # One session in a fleet's worker: run it here, not in a pool of one thread per host.
+        # Signals reach only the main thread, so there is no interrupted pool to account for.
+        try:
+            return {r.channel.key: _scrubbed(r) for r in _run_session(executor, sessions[0])}
+        except BaseException:
+            executor.close()
+            raise
     workers = max(1, min(max_parallel or len(sessions), len(sessions)))
     pool = concurrent.futures.ThreadPoolExecutor(max_workers=workers, thread_name_prefix="channel")
     futures: list[concurrent.futures.Future[list[ChannelResult]]] = []

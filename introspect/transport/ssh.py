@@ -16,7 +16,6 @@ import errno
 import os
 import socket
 import threading
-import time
 from dataclasses import dataclass
 
 from introspect.errors import (
@@ -33,6 +32,7 @@ from introspect.transport.base import Executor, RemoteProcess, Target
 from introspect.transport.hostkeys import KnownHosts
 from introspect.transport.paramiko_lib import paramiko
 from introspect.transport.settings import DEFAULT_CONNECT_TIMEOUT, ConnectionSettings, checked_identity
+from introspect.transport.ssh_client import FleetSSHClient, SSHProcess
 from introspect.transport.ssh_config import Hop, Resolver, load_config
 from introspect.transport.ssh_dial import (
     HANDSHAKES,
@@ -65,56 +65,6 @@ class SSHTarget:
         return self.host
 
 
-class SSHProcess(RemoteProcess):
-    def __init__(self, channel: paramiko.Channel, transport: paramiko.Transport, label: str) -> None:
-        self._channel = channel
-        self._transport = transport
-        self._label = label
-
-    def write_stdin(self, data: bytes) -> None:
-        try:
-            self._channel.sendall(data)
-        except (OSError, EOFError, paramiko.SSHException):
-            pass  # the command died at once; its stderr and exit status say why
-
-    def read_stdout(self) -> bytes:
-        return self._channel.recv(65536)
-
-    def read_stderr(self) -> bytes:
-        return self._channel.recv_stderr(65536)
-
-    def wait(self, timeout: float) -> int | None:
-        deadline = time.monotonic() + timeout
-        while not self._channel.exit_status_ready():
-            if not self._transport.is_active():
-                raise ConnectionLost("the SSH connection dropped while a probe was running",
-                                     hint="# check that the host and its sshd are up, then rerun",
-                                     host=self._label, stage="probe")
-            if time.monotonic() > deadline:
-                return None
-            self._channel.status_event.wait(0.25)  # set by the exit status or the close: no 50 Hz poll per channel
-        status = self._channel.recv_exit_status()
-        if status == -1:
-            # paramiko's "closed without an exit status": the session or the whole
-            # connection died under us. Give the transport a moment to notice which.
-            for _ in range(50):
-                if not self._transport.is_active():
-                    break
-                time.sleep(0.02)
-            raise ConnectionLost("the SSH session ended without an exit status (sshd or the host went away)",
-                                 hint="# check that the host and its sshd are up, then rerun",
-                                 host=self._label, stage="probe")
-        return status
-
-    def kill(self) -> None:
-        # Closing the channel closes the remote stdin: the probe's watchdog then
-        # kills its task group and removes its temp dir.
-        try:
-            self._channel.close()
-        except Exception:  # noqa: BLE001 - closing a dead channel must never fail a run
-            pass
-
-
 class SSHExecutor(Executor):
     def __init__(self, ssh: SSHTarget, known_hosts: KnownHosts) -> None:
         super().__init__(Target("ssh", ssh.host, ssh.port, ssh.user, ssh.label))
@@ -127,6 +77,7 @@ class SSHExecutor(Executor):
         self._dialing: socket.socket | None = None  # a direct hop's socket while its banner is awaited
         self._ahead: socket.socket | IntrospectError | None = None  # what dial_ahead found, for connect()
         self._tried = False  # connect() was called
+        self._hop: Hop | None = None  # the resolved target, once looked up
 
     @classmethod
     def from_settings(cls, settings: ConnectionSettings) -> SSHExecutor:
@@ -150,6 +101,12 @@ class SSHExecutor(Executor):
 
     # -- connection -------------------------------------------------------------
     def _resolve(self) -> Hop:
+        # The dial ahead and the login both need the hops: ssh_config is looked up once per executor.
+        if self._hop is None:
+            self._hop = self._lookup()
+        return self._hop
+
+    def _lookup(self) -> Hop:
         try:
             resolver = Resolver(*load_config(self.ssh.ssh_config), identity=self.ssh.identity,
                                 connect_timeout=self.ssh.connect_timeout)
@@ -213,7 +170,7 @@ class SSHExecutor(Executor):
 
     def _open(self, hop: Hop, sock: object | None) -> paramiko.SSHClient:
         """One hop's SSH connection, its host key checked by introspect's known_hosts policy."""
-        client = paramiko.SSHClient()
+        client = FleetSSHClient()
         client.set_missing_host_key_policy(self.known_hosts.policy())
         self.known_hosts.seed(client, hop.host, hop.port)
         kwargs: dict[str, object] = {

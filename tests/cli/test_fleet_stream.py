@@ -14,6 +14,7 @@ import pytest
 from introspect.cli.json_stream import chunks
 from introspect.client.documents import dumps
 from introspect.client.fleet import run_fleet
+from introspect.client.fleet_gc import YOUNG, fleet_collections
 from introspect.client.fleet_items import FleetItem
 from introspect.client.fleet_spool import ItemSpool
 from introspect.redact import remember
@@ -106,3 +107,25 @@ def test_the_fleet_bar_keeps_the_summary_so_far(monkeypatch: pytest.MonkeyPatch)
             on_done(item)
     shown = out.getvalue()
     assert "1 ok · 2 failed" in shown and "h0" in shown and "h2" in shown
+
+
+def test_a_fleet_run_freezes_the_start_up_and_collects_young_objects_less_often_then_undoes_both() -> None:
+    before, frozen = gc.get_threshold(), gc.get_freeze_count()
+    seen: list[tuple[tuple[int, ...], int]] = []
+
+    def work(item: int) -> int:
+        seen.append((gc.get_threshold(), gc.get_freeze_count()))
+        return item
+
+    assert run_fleet(list(range(4)), work, parallel=2) == [0, 1, 2, 3]
+    assert all(threshold[0] >= YOUNG and count > frozen for threshold, count in seen), seen
+    assert gc.get_threshold() == before and gc.get_freeze_count() == frozen
+
+
+def test_inner_fleet_runs_leave_the_outer_ones_settings_until_the_last_ends() -> None:
+    before = gc.get_threshold()
+    with fleet_collections():
+        with fleet_collections():
+            assert gc.get_threshold()[0] >= YOUNG
+        assert gc.get_threshold()[0] >= YOUNG, "the inner run ended, the outer one goes on"
+    assert gc.get_threshold() == before

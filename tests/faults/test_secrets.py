@@ -58,6 +58,11 @@ MASKED = [
     ("use Bearer eyJhbGciOiJIUzI1NiJ9.e30.x now", "use Bearer <redacted> now"),
     ("HF token hf_" + "a" * 34 + " expired", "HF token <redacted> expired"),
     ("AKIAIOSFODNN7EXAMPLE in the log", "<redacted> in the log"),
+    # a fine-grained GitHub token holds no "gh": its own literal start is the marker
+    ("GITHUB_PAT=github_pat_" + "A1" * 20, "GITHUB_PAT=<redacted>"),
+    ("push with ghp_" + "b" * 36, "push with <redacted>"),
+    # the bare-login rule behind its cheap ':'..'@' gate: the gate finds it in a long text
+    ("high " * 200 + "root:pw@gpu1 through", "high " * 200 + "<redacted>@gpu1 through"),
 ]
 
 KEPT = [
@@ -68,6 +73,7 @@ KEPT = [
     # usage forms in fix lines, and an '@' in the path after a host:port
     "write it as ssh://[user@]host[:port]", "openssh://[user@]host[:port][?opt=v]",
     "https://host.example:8080/p@x",
+    "high-throughput weights through a thigh", "#1 SMP PREEMPT_DYNAMIC @0",
 ]
 
 

@@ -70,6 +70,29 @@ def test_bad_lines_are_skipped_with_file_and_line(tmp_path: Path) -> None:
     assert "not valid base64" in warnings[0] and "not a ssh-rsa key" in warnings[1]
 
 
+def test_lines_found_by_name_are_the_lines_a_full_scan_finds_in_file_order(tmp_path: Path) -> None:
+    """Plain names are looked up, wildcard/negated/hashed lines scanned: same lines, same order."""
+    kind, blob = _keypair(tmp_path, "k")
+    salt = b"0123456789abcdefghij"
+    path = tmp_path / "known_hosts"
+    path.write_text("\n".join([
+        f"GPU1.lab,[10.0.0.5]:2222 {kind} {blob}",
+        f"gpu*.lab,!gpu7.lab {kind} {blob}",
+        f"{hashed_name('gpu1.lab', salt)} {kind} {blob}",
+        f"@revoked gpu1.lab {kind} {blob}",
+        f"gpu7.lab,gpu1.lab {kind} {blob}",
+        f"@cert-authority *.lab {kind} {blob}",
+    ]) + "\n")
+    known = KnownHosts(path, global_files=[])
+    for name in ("gpu1.lab", "GPU1.LAB", "gpu7.lab", "[10.0.0.5]:2222", "10.0.0.5", "x.lab", "other"):
+        for marker in ("", "@revoked", "@cert-authority"):
+            scan = [x for x in known.lines if x.marker == marker and x.matches(name)]
+            assert known._matching(name, marker) == scan, (name, marker)
+    assert [x.lineno for x in known._matching("gpu1.lab", "")] == [1, 2, 3, 5]
+    known.record("new.lab", paramiko.PKey.from_type_string(kind, base64.b64decode(blob)))
+    assert [x.lineno for x in known._matching("NEW.lab", "")] == [0], "a recorded key is found by name too"
+
+
 def test_missing_file_is_empty(tmp_path: Path) -> None:
     assert read_known_hosts(tmp_path / "absent") == ([], [])
 
