@@ -194,11 +194,10 @@ def check_package(venv: VenvEntry, requirement: str, facts: Mapping[str, Any]) -
     return CheckResult(check, "pass", f"{req.name} {version} {verdict}", None, evidence)
 
 
-@functools.lru_cache(maxsize=MEMO_SIZE)
 def _base_requirement(raw: str, env: Env) -> Requirement | None:
     """``raw`` parsed when ``pip check`` judges it in ``env`` (base install, extra ""), else None:
     an optional (extra) dependency, unparsable metadata (pip check skips it too), or a marker
-    that is false here. Memoised: a fleet's venvs repeat the same strings host after host."""
+    that is false here."""
     if ONLY_AN_EXTRA.search(raw):
         return None  # its marker is False for extra "" (saves parsing ~85% of them)
     dep = parse_requirement(raw)
@@ -207,14 +206,37 @@ def _base_requirement(raw: str, env: Env) -> Requirement | None:
     return dep
 
 
+# _base_requirement's verdicts per marker environment, then per string: a fleet's venvs repeat the
+# same ~900 strings host after host, and a dict keyed by the string alone is looked up far faster
+# than a memo keyed by (string, environment), which hashes the dozen pairs of the environment
+# each time. Whole environments are dropped past MAX_ENVS (a fleet has a handful).
+MAX_ENVS = 64
+_judged: dict[Env, dict[str, Requirement | None]] = {}
+
+
+def _judged_in(env: Env) -> dict[str, Requirement | None]:
+    found = _judged.get(env)
+    if found is None:
+        if len(_judged) >= MAX_ENVS:
+            _judged.clear()
+        found = _judged.setdefault(env, {})
+    return found
+
+
 def check_dependency_conflicts(venv: VenvEntry, facts: Mapping[str, Any]) -> CheckResult:
     """`pip check` without running pip: every installed dist's Requires-Dist, base extras only."""
     env = _marker_env(facts)
     installed = _installed(facts)
     problems: list[Unmet] = []
+    judged = _judged_in(env)
     for dist_name, info in sorted(installed.items()):
         for raw in info.get("requires") or []:
-            dep = _base_requirement(raw, env) if isinstance(raw, str) else None
+            if not isinstance(raw, str):
+                continue
+            if raw in judged:
+                dep = judged[raw]
+            else:
+                dep = judged[raw] = _base_requirement(raw, env)
             if dep is None:
                 continue
             unmet = _unmet(raw, dep, installed)

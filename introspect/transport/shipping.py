@@ -20,6 +20,7 @@ import functools
 import json
 import re
 import shlex
+import threading
 from collections.abc import Iterable
 from importlib import resources
 from typing import TYPE_CHECKING
@@ -216,13 +217,20 @@ def envelope(task: str, request: TaskRequest, *, isolate: bool = False,
              timeout: float | None = None) -> bytes:
     body = {"protocol": PROTOCOL, "probe_version": __version__, "task": task, "request": request,
             "isolate": isolate, "timeout": timeout}
-    return json.dumps(body).encode("utf-8")[:-1] + _shipped(task, isolate) + b"}\n"
+    with _shipping_lock:
+        member = _encoded_modules(task_modules(task, isolate))
+    return json.dumps(body).encode("utf-8")[:-1] + member + b"}\n"
+
+
+# The shipped modules are found, stripped and encoded once per run and set of modules, not once per
+# host. The first hosts of a fleet ask together: one does it, the others wait for it
+# (``functools.cache`` alone would have each of them do it).
+_shipping_lock = threading.Lock()
 
 
 @functools.cache
-def _shipped(task: str, isolate: bool) -> bytes:
-    """The ``sources`` and ``packages`` members of a task's envelope, encoded once per run (not per host)."""
-    names = task_modules(task, isolate)
+def _encoded_modules(names: tuple[str, ...]) -> bytes:
+    """``, "sources": {...}, "packages": [...]``: the members of an envelope that ship ``names``."""
     packages = set(remote_packages())
     shipped = {"sources": shipped_sources(names), "packages": [n for n in names if n in packages]}
     return b", " + json.dumps(shipped).encode("utf-8")[1:-1]
@@ -245,11 +253,11 @@ def _stripped(names: tuple[str, ...]) -> tuple[tuple[str, str], ...]:
 def batch_envelope(items: list[BatchEntry]) -> bytes:
     """Several tasks for one interpreter in one session (see :mod:`introspect.remote.batch`):
     ``items`` are ``{key, task, request, isolate, timeout}``; the modules are the union of theirs."""
-    names = sorted({n for item in items for n in task_modules(item["task"], bool(item.get("isolate")))} | {BATCH})
-    packages = set(remote_packages())
-    body = {"protocol": PROTOCOL, "probe_version": __version__, "task": "batch", "batch": items,
-            "sources": shipped_sources(names), "packages": [n for n in names if n in packages]}
-    return json.dumps(body).encode("utf-8") + b"\n"
+    with _shipping_lock:
+        names = {n for item in items for n in task_modules(item["task"], bool(item.get("isolate")))} | {BATCH}
+        member = _encoded_modules(tuple(sorted(names)))
+    body = {"protocol": PROTOCOL, "probe_version": __version__, "task": "batch", "batch": items}
+    return json.dumps(body).encode("utf-8")[:-1] + member + b"}\n"
 
 
 def parse_frames(stdout: bytes) -> list[Reply]:

@@ -38,9 +38,11 @@ from introspect.transport.ssh_dial import (
     HANDSHAKES,
     await_banner,
     dial,
+    idle_poll,
     negotiation_error,
     no_delay,
     refusal_fix,
+    wake_reader,
 )
 
 
@@ -206,6 +208,7 @@ class SSHExecutor(Executor):
         if transport is not None:
             transport.set_keepalive(self.ssh.keepalive)
             no_delay(transport.sock)
+            idle_poll(transport.sock)
         return client
 
     def dial_ahead(self) -> None:
@@ -345,6 +348,7 @@ def _close_all(clients: list[paramiko.SSHClient]) -> None:
     """Close connections, the target's first, then each hop back to the first one."""
     for client in reversed(clients):
         try:
+            wake_reader(client.get_transport())
             client.close()
         except Exception:  # noqa: BLE001 - best effort at shutdown
             pass

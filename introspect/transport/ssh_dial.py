@@ -148,6 +148,31 @@ def no_delay(sock: object) -> None:
             pass  # a socket that refuses the option only costs the delay
 
 
+# How often a logged-in connection's paramiko thread wakes while nothing comes: paramiko polls its
+# socket every 0.1 s (Transport._active_check_timeout) to notice a close and to send keepalives,
+# which for hundreds of connections is thousands of wake-ups a second contending for the
+# interpreter lock. After login nothing needs it sooner: keepalives are seconds apart and a close
+# wakes the thread itself (wake_reader).
+IDLE_POLL_S = 1.0
+
+
+def idle_poll(sock: object) -> None:
+    """Let a logged-in connection's reader thread wait IDLE_POLL_S between its checks."""
+    if isinstance(sock, socket.socket):
+        sock.settimeout(IDLE_POLL_S)
+
+
+def wake_reader(transport: object) -> None:
+    """End a connection's reader thread now rather than at its next poll: a shutdown makes its
+    blocked read return (closing the socket alone does not, on Linux)."""
+    sock = getattr(transport, "sock", None)
+    if isinstance(sock, socket.socket):
+        try:
+            sock.shutdown(socket.SHUT_RDWR)
+        except OSError:
+            pass  # not connected any more: nothing blocks on it
+
+
 def negotiation_error(exc: Exception, hop: Hop, *, label: str, banner_seen: bool, banner_timeout: float,
                       keys_tried: Callable[[], str]) -> IntrospectError:
     """paramiko's SSHException from ``SSHClient.connect``, by what its words say went wrong.
@@ -208,16 +233,18 @@ class HandshakeGate:
 
 
 def default_handshakes() -> int:
-    """Key exchanges in flight at once: 64 per core. A login costs the controller about 5 ms of CPU
-    (5.3 ms measured per paramiko login to a simulated host, docs/performance.md "Large fleets") over
-    4 round trips (kex, new keys and service, auth, its reply: 0.4 s at 100 ms RTT), so about 80 in
-    flight keep a core busy at that RTT, 64 at 80 ms; more only queue on the interpreter lock,
-    stretching every login (and its auth deadline) without finishing any sooner."""
-    return 64 * (os.cpu_count() or 1)
+    """Key exchanges in flight at once: 8 per core, at most 16. The kex and authentication run in
+    paramiko's Python threads, so the process does them about one core's worth at a time whatever
+    the machine; more logins in flight only add threads contending for the interpreter lock,
+    whose hand-offs cost the kernel as much as the work. Measured on 1,000 simulated hosts at
+    50 ms RTT, 2 cores, ``--parallel 200`` (docs/performance.md "Large fleets"): 128 in flight
+    24 CPU-s and 25 s wall, 16 in flight 17-19 CPU-s and 21 s, 8 in flight 15-17 CPU-s but 29 s
+    (then the round trips of the logins, not the CPU, set the pace)."""
+    return 8 * min(os.cpu_count() or 1, 2)
 
 
 HANDSHAKES = HandshakeGate(default_handshakes())
 
 
-__all__ = ["HANDSHAKES", "MAX_STARTUPS_WORDS", "HandshakeGate", "StartupsRefused", "await_banner", "dial",
-           "negotiation_error", "no_delay", "refusal_fix"]
+__all__ = ["HANDSHAKES", "IDLE_POLL_S", "MAX_STARTUPS_WORDS", "HandshakeGate", "StartupsRefused", "await_banner", "dial",
+           "idle_poll", "negotiation_error", "no_delay", "refusal_fix", "wake_reader"]
