@@ -93,6 +93,12 @@ class RemoteProcess(abc.ABC):
     def kill(self) -> None:
         """Stop the process (closing stdin makes the remote side kill its task group)."""
 
+    def drain(self, out: list[bytes], err: list[bytes], deadline: float) -> bool | None:
+        """Read both streams to their end in the calling thread, by ``deadline`` (monotonic):
+        True when both ended, False when the deadline came first; None (the default) when this
+        process cannot, and :meth:`Executor.execute` reads each stream in a thread of its own."""
+        return None
+
 
 @dataclass
 class ExecResult:
@@ -196,8 +202,10 @@ class Executor(abc.ABC):
             except (OSError, EOFError):
                 pass
 
-        readers = [threading.Thread(target=drain, args=(proc.read_stdout, out), daemon=True),
-                   threading.Thread(target=drain, args=(proc.read_stderr, err), daemon=True)]
+        readers: list[threading.Thread] = []
+        if type(proc).drain is RemoteProcess.drain:
+            readers = [threading.Thread(target=drain, args=(proc.read_stdout, out), daemon=True),
+                       threading.Thread(target=drain, args=(proc.read_stderr, err), daemon=True)]
         for reader in readers:
             reader.start()
         try:
@@ -208,7 +216,8 @@ class Executor(abc.ABC):
             deadline = started + timeout
             for reader in readers:
                 reader.join(max(0.0, deadline - time.monotonic()))
-            timed_out = any(reader.is_alive() for reader in readers)
+            timed_out = any(reader.is_alive() for reader in readers) if readers else \
+                not proc.drain(out, err, deadline)
             status = None
             if not timed_out:
                 status = proc.wait(max(0.5, min(5.0, deadline - time.monotonic())))

@@ -29,6 +29,7 @@ from introspect.transport.paramiko_lib import paramiko
 CERT_SUFFIX = "-cert.pub"  # paramiko's cert_suffix in _key_from_filepath
 _MAX = 256  # distinct (file, class, passphrase) tries remembered; a run uses a handful
 
+_DRAIN_POLL_S = 0.25  # a bound on a missed wake-up, never the pace: data and closes set the event
 _lock = threading.Lock()
 _tries: dict[tuple[Any, ...], paramiko.PKey | Exception] = {}
 
@@ -91,6 +92,36 @@ class SSHProcess(RemoteProcess):
 
     def read_stderr(self) -> bytes:
         return self._channel.recv_stderr(65536)
+
+    def drain(self, out: list[bytes], err: list[bytes], deadline: float) -> bool:
+        """Both streams read here, not by two threads per exec (each started, switched to and
+        joined: a fleet's thousands of them contend for the interpreter lock). paramiko sets one
+        event for data or a close on either stream (``BufferedPipe.set_event``, as its own
+        ``Channel.fileno`` does); each read that empties a stream clears it, so both are looked
+        at again after every read and the wait is bounded."""
+        channel = self._channel
+        ready = threading.Event()
+        channel.in_buffer.set_event(ready)
+        channel.in_stderr_buffer.set_event(ready)
+        while True:
+            got = False
+            if channel.recv_ready():
+                out.append(channel.recv(65536))
+                got = True
+            if channel.recv_stderr_ready():
+                err.append(channel.recv_stderr(65536))
+                got = True
+            if got:
+                continue
+            if channel.eof_received or channel.closed:
+                # Set after the last data was fed: what came just before it is read first.
+                if channel.recv_ready() or channel.recv_stderr_ready():
+                    continue
+                return True
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                return False
+            ready.wait(min(remaining, _DRAIN_POLL_S))
 
     def wait(self, timeout: float) -> int | None:
         deadline = time.monotonic() + timeout
