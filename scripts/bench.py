@@ -37,6 +37,7 @@ sys.path.insert(0, str(REPO))
 
 import bench_latency  # noqa: E402
 import bench_peers  # noqa: E402
+from bench_latency import FILES_ONLY  # noqa: E402
 
 from introspect.transport import shipping  # noqa: E402
 from tests.fixtures.venvs import make_venv  # noqa: E402
@@ -442,7 +443,7 @@ class Bench:
     # -- 2 -----------------------------------------------------------------------
     def bench_files_probe(self) -> None:
         self.log("2. files-only probe vs one bare `ssh host true` (and the CLI start-up alone)")
-        probe = Series("introspect probe --no-tokenizer --no-cache (Kimi-like)")
+        probe = Series("introspect probe --no-tokenizer --no-model-code --no-cache (Kimi-like)")
         bare = Series("ssh host true")
         start = Series("introspect --help (CLI start-up, no host)")
 
@@ -458,7 +459,7 @@ class Bench:
                 raise r.fail("introspect --help failed")
             return r
 
-        alternate(self.reps, [(probe, lambda: self.checked_probe(self.model, "--no-tokenizer", "--no-cache",
+        alternate(self.reps, [(probe, lambda: self.checked_probe(self.model, *FILES_ONLY,
                                                                    tokenizer=False)),
                               (bare, run_bare), (start, run_help)], self.log)
         self.series += [probe, bare, start]
@@ -475,12 +476,12 @@ class Bench:
     # -- 3 -----------------------------------------------------------------------
     def bench_shards(self) -> None:
         self.log(f"3. safetensors headers of the {self.big_shards}-shard 1T-parameter sparse checkpoint")
-        probe = Series(f"introspect probe --no-tokenizer --no-cache ({self.big_shards} sparse shards)")
+        probe = Series(f"introspect probe --no-tokenizer --no-model-code --no-cache ({self.big_shards} sparse shards)")
         facts: list[tuple[int, float | None]] = []
         timings: list[dict[str, Any]] = []
 
         def run_probe() -> Run:
-            r = self.checked_probe(self.big, "--no-tokenizer", "--no-cache", tokenizer=False)
+            r = self.checked_probe(self.big, *FILES_ONLY, tokenizer=False)
             files = self.last_profile.get("files") or {}
             read = files.get("safetensors_bytes_read")
             if not isinstance(read, int):
@@ -546,7 +547,7 @@ class Bench:
 
     def concurrent_probes(self, n: int) -> Run:
         """Fallback fleet: N `probe --no-tokenizer` processes at once, one per host."""
-        r = run_many([lambda s=s: run(self.probe_argv(s, self.model, "--no-tokenizer", "--no-cache"),
+        r = run_many([lambda s=s: run(self.probe_argv(s, self.model, *FILES_ONLY),
                                       env=self.env, cwd=self.cwd) for s in self.servers[:n]])
         if r.code not in (0, 1):
             raise r.fail(f"a concurrent probe of {n} failed")
@@ -571,7 +572,7 @@ class Bench:
                      "`introspect probe --no-tokenizer` processes")
             self.notes.append("4. FALLBACK: `introspect health` was not usable in this run ("
                               + first[0] + "); the fleet rows time N concurrent `introspect probe "
-                              "--no-tokenizer --no-cache` processes instead (one CLI process per host)")
+                              "--no-tokenizer --no-model-code --no-cache` processes instead (one CLI process per host)")
         fleet_stats: dict[int, dict[str, Any]] = {}
         series: list[tuple[Series, Callable[[], Run]]] = []
         for n in FLEET_SIZES:

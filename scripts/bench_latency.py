@@ -26,6 +26,9 @@ if TYPE_CHECKING:
     from bench import Bench, Run, Series
 
 RTTS_MS = (0, 20, 100)
+# The files-only probe: the safetensors headers and config files, none of the loads that import
+# transformers on the host (the tokenizer and the model-code witness), no result cache.
+FILES_ONLY = ("--no-tokenizer", "--no-model-code", "--no-cache")
 
 # The floor of the file probe: what an engineer would type to read the same headers.
 HAND_HEADERS = """\
@@ -69,10 +72,10 @@ def bench_floor(bench: Bench) -> None:
 
     bench.log(f"3c. `probe --no-tokenizer` of the {bench.big_shards}-shard checkpoint vs a hand-written "
               "single `ssh host python -c` reading config.json and every header")
-    probe = Series(f"introspect probe --no-tokenizer --no-cache ({bench.big_shards} shards)")
+    probe = Series(f"introspect probe --no-tokenizer --no-model-code --no-cache ({bench.big_shards} shards)")
     floor = Series(f"hand-written `ssh host python -c` header read ({bench.big_shards} shards)")
     def run_probe() -> Run:
-        return bench.checked_probe(bench.big, "--no-tokenizer", "--no-cache", tokenizer=False)
+        return bench.checked_probe(bench.big, *FILES_ONLY, tokenizer=False)
 
     remote: list[float] = []
 
@@ -230,7 +233,7 @@ def _round_trips(relays: list[Any], calls: dict[str, Callable[[], Run]]) -> dict
 def _probe(bench: Bench, server: Any) -> Run:
     from bench import run
 
-    r = run(bench.probe_argv(server, bench.model, "--no-tokenizer", "--no-cache"), env=bench.env, cwd=bench.cwd)
+    r = run(bench.probe_argv(server, bench.model, *FILES_ONLY), env=bench.env, cwd=bench.cwd)
     if r.code not in (0, 1):
         raise r.fail("introspect probe through the relay failed")
     return r
