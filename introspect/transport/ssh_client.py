@@ -12,6 +12,13 @@ key or the error, per file, class and passphrase while the key file and its ``-c
 unchanged, and replays it. The order of tries, the errors and the certificate loading stay
 paramiko's own; only the repeated reads go. A loaded key is only read after loading (signing),
 which its libraries do safely from several threads.
+
+Once a file's key has loaded, the next logins hand it to paramiko as ``pkey``, which ``_auth``
+tries before the files, and the other files as ``key_filename``: the same keys in the same order,
+without the failing tries of the other key classes. Each of those raised an exception that
+``_auth`` keeps (``saved_exception``) while its traceback holds the frames of the whole login, up
+to the fleet worker's: a reference cycle that kept every host's reply alive until the cyclic
+collector ran (measured: about 190 lists and dicts per host).
 """
 
 from __future__ import annotations
@@ -32,6 +39,7 @@ _MAX = 256  # distinct (file, class, passphrase) tries remembered; a run uses a 
 _DRAIN_POLL_S = 0.25  # a bound on a missed wake-up, never the pace: data and closes set the event
 _lock = threading.Lock()
 _tries: dict[tuple[Any, ...], paramiko.PKey | Exception] = {}
+_loaded: dict[tuple[Any, ...], paramiko.PKey] = {}  # (file, passphrase, stamps) -> the key it loaded
 
 
 def _stamp(path: str) -> tuple[int, int, int] | None:
@@ -49,13 +57,29 @@ def _paramiko_load(client: paramiko.SSHClient, filename: str, klass: type[parami
     return key
 
 
+def _stamps(filename: str) -> tuple[tuple[int, int, int] | None, tuple[int, int, int] | None]:
+    """The key file's and its certificate's stamps (paramiko's pairing in _key_from_filepath)."""
+    key_path = filename[:-len(CERT_SUFFIX)] if filename.endswith(CERT_SUFFIX) else filename
+    cert_path = filename if filename.endswith(CERT_SUFFIX) else filename + CERT_SUFFIX
+    return _stamp(key_path), _stamp(cert_path)
+
+
 class FleetSSHClient(paramiko.SSHClient):
     """``paramiko.SSHClient`` whose key-file loads are shared by the process (module docstring)."""
 
+    def connect(self, *args: Any, **kwargs: Any) -> None:
+        files = kwargs.get("key_filename")
+        if kwargs.get("pkey") is None and isinstance(files, list) and files:
+            passphrase = kwargs.get("passphrase")
+            passphrase = kwargs.get("password") if passphrase is None else passphrase  # as _auth does
+            with _lock:
+                key = _loaded.get((files[0], passphrase, _stamps(files[0])))
+            if key is not None:
+                kwargs = {**kwargs, "pkey": key, "key_filename": files[1:] or None}
+        super().connect(*args, **kwargs)
+
     def _key_from_filepath(self, filename: str, klass: type[paramiko.PKey], password: str | None) -> paramiko.PKey:
-        key_path = filename[:-len(CERT_SUFFIX)] if filename.endswith(CERT_SUFFIX) else filename
-        cert_path = filename if filename.endswith(CERT_SUFFIX) else filename + CERT_SUFFIX
-        stamp = (_stamp(key_path), _stamp(cert_path))
+        stamp = _stamps(filename)
         if stamp[0] is None:  # no file: paramiko's own error, uncached
             return _paramiko_load(self, filename, klass, password)
         memo = (filename, klass, password, stamp)
@@ -72,6 +96,10 @@ class FleetSSHClient(paramiko.SSHClient):
                 _tries[memo] = found
         if isinstance(found, Exception):
             raise copy.copy(found).with_traceback(None)  # a fresh one per login: threads raise it at once
+        with _lock:
+            if len(_loaded) >= _MAX:
+                _loaded.clear()
+            _loaded[(filename, password, stamp)] = found
         return found
 
 

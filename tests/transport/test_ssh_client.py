@@ -55,3 +55,24 @@ def test_a_missing_file_is_paramikos_own_error_every_time(tmp_path: Path) -> Non
     for _ in range(2):
         with pytest.raises(FileNotFoundError):
             _client()._key_from_filepath(str(tmp_path / "absent"), paramiko.Ed25519Key, None)
+
+
+def test_a_loaded_key_is_handed_over_as_pkey_with_the_other_files_after_it(tmp_path: Path, monkeypatch) -> None:
+    # paramiko's _auth tries ``pkey`` first, then each key_filename: the same keys in the same
+    # order, without the other key classes' failing tries (and the exceptions _auth keeps).
+    seen: list[dict] = []
+    monkeypatch.setattr(paramiko.SSHClient, "connect", lambda self, *a, **k: seen.append(k))
+    monkeypatch.setattr(ssh_client, "_tries", {})
+    monkeypatch.setattr(ssh_client, "_loaded", {})
+    first, second = str(_key(tmp_path / "a")), str(_key(tmp_path / "b"))
+    FleetSSHClient().connect(hostname="h", key_filename=[first, second])
+    assert seen[-1]["key_filename"] == [first, second] and seen[-1].get("pkey") is None, "nothing loaded yet"
+    key = _client()._key_from_filepath(first, paramiko.Ed25519Key, None)  # what the first login's _auth did
+    FleetSSHClient().connect(hostname="h", key_filename=[first, second])
+    assert seen[-1]["pkey"] is key and seen[-1]["key_filename"] == [second]
+    FleetSSHClient().connect(hostname="h", key_filename=[first], passphrase="other")
+    assert seen[-1].get("pkey") is None, "another passphrase is another load"
+    Path(first).unlink()
+    _key(Path(first))
+    FleetSSHClient().connect(hostname="h", key_filename=[first])
+    assert seen[-1].get("pkey") is None, "a changed file is read again"
