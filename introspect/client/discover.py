@@ -1,20 +1,22 @@
 """The controller side of ``models``: model directories discovered on hosts, summarised.
 
 One connection per host, one remote process per host (the shipped "discover" task),
-every host on the bounded, staggered fleet runner. A host that cannot be reached is
+every host on the bounded fleet runner (logins paced per sshd). A host that cannot be reached is
 its own result; the other hosts' listings are unaffected. :func:`summarize_model`
 is pure, so listings are testable without a host.
 """
 
 from __future__ import annotations
 
+import contextlib
 import datetime
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypedDict, cast
 
-from introspect.client.fleet import DEFAULT_STAGGER_S, FleetMonitor, ItemFailure, run_fleet
+from introspect.client.fleet import FleetMonitor, ItemFailure, run_fleet
+from introspect.client.fleet_pacing import job_endpoint
 from introspect.client.hub import first_message
 from introspect.client.preload import preload
 from introspect.errors import IntrospectError, RemoteError
@@ -341,7 +343,8 @@ def run_job(job: HostJob, make_executor: Callable[[HostJob], Executor], options:
     result = HostResult(job)
     try:
         executor = make_executor(job)
-        with monitor.connection(job.name, closer=executor.close), executor:
+        with monitor.connection(job.name, closer=executor.close), contextlib.closing(executor):
+            monitor.login(job_endpoint(job.entry, job.host), executor.connect)  # paced per sshd
             facts = discover_facts(executor, job.python, job.roots, optional_roots=job.optional_roots,
                                    timeout=options.timeout, max_depth=options.max_depth,
                                    use_hf_scanner=options.use_hf_scanner, hf_cache=options.hf_cache,
@@ -364,9 +367,9 @@ def _unexpected(job: HostJob, exc: BaseException, _seconds: float) -> HostResult
 
 def discover_hosts(jobs: list[HostJob], make_executor: Callable[[HostJob], Executor], options: DiscoverOptions,
                    *, parallel: int, on_done: Callable[[HostResult], None] | None = None) -> list[HostResult]:
-    """Every job at once on the shared fleet runner (bounded, staggered), results in job order.
+    """Every job at once on the shared fleet runner (bounded, logins paced per sshd), results in job order.
     ``on_done(result)`` runs in the calling thread as each host finishes (a progress display)."""
-    monitor = FleetMonitor(DEFAULT_STAGGER_S)
+    monitor = FleetMonitor(0.0)  # no global start rate: each login is paced on its sshd (fleet_pacing.py)
 
     def done(_index: int, job: HostJob, result: HostResult | ItemFailure[HostJob]) -> None:
         if on_done is not None:

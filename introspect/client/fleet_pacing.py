@@ -63,6 +63,11 @@ def endpoint_of(host: Endpointed) -> str:
     return host.url or f"{host.address}:{host.port or 22}"
 
 
+def job_endpoint(entry: Endpointed | None, host: str | None) -> str:
+    """The endpoint of a job: its inventory entry's, else the ``--host`` it was given as is."""
+    return endpoint_of(entry) if entry is not None else f"host {host or 'local'}"
+
+
 @dataclass
 class _Endpoint:
     window: float
@@ -162,4 +167,4 @@ class Pacer:
                     "handshakes_limit": HANDSHAKES.limit, "handshakes_peak": HANDSHAKES.peak}
 
 
-__all__ = ["DEFAULT_RETRY_S", "DEFAULT_WINDOW", "MAX_WINDOW", "PacingStats", "Pacer", "endpoint_of"]
+__all__ = ["DEFAULT_RETRY_S", "DEFAULT_WINDOW", "MAX_WINDOW", "PacingStats", "Pacer", "endpoint_of", "job_endpoint"]

@@ -1,18 +1,20 @@
 """The controller side of ``introspect gpus``: each host's nvidia-smi facts, no model needed.
 
 One connection and one remote process (the shipped "gpus" task) per host, every host on
-the bounded, staggered fleet runner, as ``models`` does (:mod:`introspect.client.discover`).
+the bounded fleet runner, logins paced per sshd, as ``models`` does (:mod:`introspect.client.discover`).
 A host that cannot be reached is its own result; the others are unaffected.
 """
 
 from __future__ import annotations
 
+import contextlib
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypedDict, cast
 
-from introspect.client.fleet import DEFAULT_STAGGER_S, FleetMonitor, ItemFailure, run_fleet
+from introspect.client.fleet import FleetMonitor, ItemFailure, run_fleet
+from introspect.client.fleet_pacing import job_endpoint
 from introspect.client.hub import first_message
 from introspect.errors import IntrospectError, RemoteError
 from introspect.remote.contract import ErrorRecord, TargetBlock
@@ -113,7 +115,8 @@ def run_job(job: GpuJob, make_executor: Callable[[GpuJob], Executor], timeout: f
     try:
         executor = make_executor(job)
         result.target = _target(executor)
-        with monitor.connection(job.name, closer=executor.close), executor:
+        with monitor.connection(job.name, closer=executor.close), contextlib.closing(executor):
+            monitor.login(job_endpoint(job.entry, job.host), executor.connect)  # paced per sshd
             result.facts = gpu_facts(executor, job.python, timeout)
     except IntrospectError as exc:
         result.error = exc
@@ -129,8 +132,8 @@ def _unexpected(job: GpuJob, exc: BaseException, _seconds: float) -> GpuResult:
 
 def gather_gpus(jobs: list[GpuJob], make_executor: Callable[[GpuJob], Executor], *, timeout: float,
                 parallel: int, on_done: Callable[[GpuResult], None] | None = None) -> list[GpuResult]:
-    """Every job on the shared fleet runner (bounded, staggered), results in job order."""
-    monitor = FleetMonitor(DEFAULT_STAGGER_S)
+    """Every job on the shared fleet runner (bounded, logins paced per sshd), results in job order."""
+    monitor = FleetMonitor(0.0)  # no global start rate: each login is paced on its sshd (fleet_pacing.py)
 
     def done(_index: int, job: GpuJob, result: GpuResult | ItemFailure[GpuJob]) -> None:
         if on_done is not None:

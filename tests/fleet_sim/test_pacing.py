@@ -25,6 +25,7 @@ import pytest
 
 from introspect.client.fleet import FleetMonitor, ItemFailure, run_fleet
 from introspect.client.fleet_pacing import Pacer, endpoint_of
+from introspect.client.gpus import GpuJob, gather_gpus
 from introspect.client.health import HostReport, run_health
 from introspect.errors import HostUnreachable
 from introspect.inventory import HostEntry
@@ -231,3 +232,18 @@ def test_openssh_transport_reports_the_refusal_as_one_too(recordings: Recordings
         refused = f.sim.stats["refused_maxstartups"]
     assert refused >= 1 and info.value.stage == "banner"
     assert info.value.hint is not None and "sshd -T | grep -i maxstartups" in info.value.hint
+
+
+def test_gpus_through_one_sshd_with_max_startups_gets_every_host_in(recordings: Recordings, tmp_path: Path) -> None:
+    # `introspect gpus` (and `models`) log in through the same pacer: 12 containers behind one sshd
+    # whose MaxStartups is 3 are all reached; none is left with sshd's refusal as its result. (The
+    # simulator has no recorded gpus task: what its reply says is not the subject here.)
+    spec = FleetSpec(1, first_address="127.1.46.1", rtt_ms=40, max_startups=MaxStartups.parse("3"))
+    with fleet(spec, recordings, tmp_path) as f:
+        hosts = _hosts_behind_one_sshd(f, 12)
+        jobs = [GpuJob(h.name, h.address, h, recordings.meta["python"]) for h in hosts]
+        results = gather_gpus(jobs, lambda job: f.executor(0), timeout=10, parallel=12)
+        refused = f.sim.stats["refused_maxstartups"]
+        logins = f.sim.stats["logins"]
+    assert [r.error for r in results if isinstance(r.error, (StartupsRefused, HostUnreachable))] == []
+    assert refused > 0 and logins == 12  # sshd refused some at first; each was retried and got in
