@@ -193,7 +193,7 @@ class SSHExecutor(Executor):
             kwargs["passphrase"] = remember(os.environ[self.ssh.passphrase_env])  # masked in every output
         try:
             with HANDSHAKES.slot(self.label):
-                client.connect(**kwargs)  # type: ignore[arg-type]
+                client.connect(**kwargs)
         except BaseException as exc:
             transport = client.get_transport()
             banner_seen = transport is not None and bool(transport.remote_version)
