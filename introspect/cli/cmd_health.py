@@ -41,7 +41,6 @@ from introspect.cli.connect import (
 from introspect.cli.jsonout import echo_json, with_error
 from introspect.cli.options import HostSelection, LateHelpOption, host_selectors
 from introspect.cli.outcome import Finished, Notice, combined, notice
-from introspect.cli.render_term import Col, Fixes, escape, make_console, print_fixes, print_folded, print_rows
 from introspect.cli.safe_text import one_line, safe_console
 from introspect.cli.session import session
 from introspect.client.health import (
@@ -59,6 +58,7 @@ from introspect.transport.base import Executor
 if TYPE_CHECKING:  # rich, paramiko and prometheus_client load only when a run uses them
     from rich.console import Console
 
+    from introspect.cli.render_term import Col, Fixes
     from introspect.client.fleet import FleetStats
     from introspect.transport.hostkeys import KnownHosts
 
@@ -301,6 +301,8 @@ def _plain_line(report: HostReport) -> str:
 
 
 def _rich_line(report: HostReport) -> str:
+    from introspect.cli.render_term import escape
+
     counts = _counts(r for _, _, r in report.rows())
     name = escape(report.name)
     if not report.reachable:
@@ -317,6 +319,9 @@ def _rich_line(report: HostReport) -> str:
 
 def _print_summary(reports: Sequence[HostReport], run_id: int | None, db: Path, seconds: float,
                    fleet: FleetStats) -> None:
+    # The terminal's tables load here, for a report printed for people (never for --json).
+    from introspect.cli.render_term import Fixes, escape, make_console, print_fixes, print_folded, print_rows
+
     console = make_console()
     print_rows(console, *_summary_rows(reports), title="introspect health")
     problems = [(h, v, r) for report in reports for h, v, r in report.rows() if r.status in ("fail", "warn")
@@ -337,11 +342,11 @@ def _print_summary(reports: Sequence[HostReport], run_id: int | None, db: Path, 
     print_fixes(console, fixes, gap=True)
 
 
-SUMMARY_COLUMNS = [Col("host"), Col("venv"), *(Col(s, "num") for s in ("pass", "fail", "warn", "info", "drift")),
-                   Col("time", "num")]
-
-
 def _summary_rows(reports: Sequence[HostReport]) -> tuple[list[Col], list[list[str]]]:
+    from introspect.cli.render_term import Col, escape
+
+    columns = [Col("host"), Col("venv"), *(Col(s, "num") for s in ("pass", "fail", "warn", "info", "drift")),
+               Col("time", "num")]
     rows: list[list[str]] = []
     for report in reports:
         host_counts = _counts(report.host_results)
@@ -356,7 +361,7 @@ def _summary_rows(reports: Sequence[HostReport]) -> tuple[list[Col], list[list[s
             drift_cell = f"[yellow]{len(venv.drift)}[/]" if venv.drift else ""
             rows.append([escape(report.name), escape(venv.path), *_count_cells(counts), drift_cell,
                          f"{report.seconds:.1f}s"])
-    return SUMMARY_COLUMNS, rows
+    return columns, rows
 
 
 def _count_cells(counts: Counter[str]) -> list[str]:
@@ -368,6 +373,8 @@ def _print_findings(console: Console, title: str, rows: Sequence[tuple[str, str 
                     fixes: Fixes | None = None) -> None:
     if not rows:
         return
+    from introspect.cli.render_term import escape, print_folded
+
     console.print(f"\n[bold]{title}[/]")
     for host, venv, r in rows:
         where = f"{host}:{venv}" if venv else host

@@ -20,13 +20,15 @@ is an error naming its line (Ansible itself only warns, and then ignores it).
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import yaml
 
-from introspect.inventory.ansible_groups import AnsibleGroups, Var, expand_pattern, split_port
 from introspect.inventory.marked_yaml import MarkedLoader, MarkedMap, load_marked_yaml
 from introspect.inventory.model import MAX_INVENTORY_BYTES, InventoryError
+
+if TYPE_CHECKING:  # the groups load with an Ansible inventory; hosts.yaml is read with the loader alone
+    from introspect.inventory.ansible_groups import AnsibleGroups, Var
 
 _GROUP_KEYS = ("hosts", "vars", "children")
 
@@ -57,6 +59,8 @@ def load_ansible_yaml(text: str, source: str) -> Any:
 
 
 def parse_yaml_groups(data: Any, source: str) -> AnsibleGroups:
+    from introspect.inventory.ansible_groups import AnsibleGroups
+
     inv = AnsibleGroups(source)
     inv.group("all")
     inv.group("ungrouped")
@@ -99,6 +103,8 @@ def _group(inv: AnsibleGroups, name: str, body: Any, line: int | None, source: s
 
 
 def _hosts(inv: AnsibleGroups, group: str, hosts: MarkedMap, source: str) -> None:
+    from introspect.inventory.ansible_groups import Var, expand_pattern, split_port
+
     for pattern, host_vars in hosts.items():
         line = hosts.key_lines.get(pattern)
         if host_vars is not None and not isinstance(host_vars, MarkedMap):
@@ -113,6 +119,8 @@ def _hosts(inv: AnsibleGroups, group: str, hosts: MarkedMap, source: str) -> Non
 
 
 def vars_of(mapping: MarkedMap, source: str) -> dict[str, Var]:
+    from introspect.inventory.ansible_groups import Var
+
     return {str(k): Var(v, source, mapping.key_lines.get(k)) for k, v in mapping.items()}
 
 

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import difflib
 import re
 from collections.abc import Callable, Iterable
 from typing import Any, NoReturn
@@ -48,6 +47,8 @@ class Checker:
             if any(w in lowered for w in _SECRET_WORDS) and not lowered.endswith("_env"):
                 self.fail(kline, join_key(key, k), _SECRET_HINT)
             if k not in allowed:
+                import difflib  # only for a key that is wrong
+
                 close = difflib.get_close_matches(k, allowed, n=1)
                 hint = f"; did you mean {close[0]!r}?" if close else ""
                 self.fail(kline, join_key(key, k), f"unknown key (allowed: {', '.join(allowed)}){hint}")

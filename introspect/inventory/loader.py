@@ -19,15 +19,15 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from introspect.inventory.ansible_groups import AnsibleGroups
-from introspect.inventory.ansible_ini import parse_ini
-from introspect.inventory.ansible_json import groups_from_list, run_inventory_script
-from introspect.inventory.ansible_vars import to_inventory
 from introspect.inventory.ansible_yaml import load_ansible_yaml, parse_yaml_groups, read_vars_file
 from introspect.inventory.marked import MarkedMap
 from introspect.inventory.model import MAX_INVENTORY_BYTES, Inventory, InventoryError
 from introspect.inventory.schema import parse_inventory_data
+
+if TYPE_CHECKING:  # the Ansible formats' readers load only for an Ansible inventory, not for hosts.yaml
+    from introspect.inventory.ansible_groups import AnsibleGroups
 
 _YAML_SUFFIXES = (".yml", ".yaml", ".json")
 _HOSTS_YAML_KEYS = {"defaults", "hosts"}
@@ -40,6 +40,8 @@ def load_inventory_file(path: str | Path) -> Inventory:
     source = str(path)
     p = Path(path).expanduser()
     if p.suffix.lower() not in _YAML_SUFFIXES and p.is_file() and os.access(p, os.X_OK):
+        from introspect.inventory.ansible_json import run_inventory_script
+
         groups = run_inventory_script(str(p))
     else:
         text = _read(p, source)
@@ -48,12 +50,16 @@ def load_inventory_file(path: str | Path) -> Inventory:
             if isinstance(data, MarkedMap) and data and set(data) <= _HOSTS_YAML_KEYS:
                 return parse_inventory_data(data, source)
             if isinstance(data, MarkedMap) and "_meta" in data:
+                from introspect.inventory.ansible_json import groups_from_list
+
                 groups = groups_from_list(data, source)
             else:
                 groups = parse_yaml_groups(data, source)
         elif _is_hosts_yaml(text, source):
             return parse_inventory_data(load_ansible_yaml(text, source), source)
         else:
+            from introspect.inventory.ansible_ini import parse_ini
+
             groups = parse_ini(text, source)
     return _finish(groups, p.parent)
 
@@ -68,6 +74,8 @@ def _is_hosts_yaml(text: str, source: str) -> bool:
 
 
 def _finish(groups: AnsibleGroups, inventory_dir: Path) -> Inventory:
+    from introspect.inventory.ansible_vars import to_inventory
+
     groups.load_vars_dirs(inventory_dir, read_vars_file)
     return to_inventory(groups)
 

@@ -62,8 +62,46 @@ MarkedLoader.add_constructor("tag:yaml.org,2002:map", _construct_map)
 MarkedLoader.add_constructor("tag:yaml.org,2002:seq", _construct_seq)
 
 
+_FAST: dict[type[MarkedLoader], type[MarkedLoader]] = {}
+
+
+def _init_fast(self: Any, stream: str) -> None:
+    # As yaml.cyaml.CSafeLoader.__init__: libyaml's parser, then the Python constructor and resolver.
+    from yaml._yaml import CParser
+
+    CParser.__init__(self, stream)
+    yaml.constructor.SafeConstructor.__init__(self)
+    yaml.resolver.Resolver.__init__(self)
+
+
+def _fast_loader(loader_class: type[MarkedLoader]) -> type[MarkedLoader] | None:
+    """``loader_class`` with libyaml's parser (``yaml.CParser``) in place of PyYAML's pure-Python
+    reader, scanner, parser and composer; None when PyYAML was built without libyaml. The same
+    constructors and resolver run on the same nodes, marks included, ~5x faster on a fleet's
+    inventory (https://pyyaml.org/wiki/PyYAMLDocumentation, "CLoader")."""
+    if not getattr(yaml, "__with_libyaml__", False):
+        return None
+    fast = _FAST.get(loader_class)
+    if fast is None:
+        from yaml._yaml import CParser  # importable: yaml set __with_libyaml__ after importing it
+
+        fast = _FAST[loader_class] = type(f"C{loader_class.__name__}", (CParser, loader_class),
+                                          {"__init__": _init_fast})
+    return fast
+
+
 def load_marked_yaml(text: str, source: str, loader_class: type[MarkedLoader] | None = None) -> Any:
-    loader = (loader_class or MarkedLoader)(text)
+    fast = _fast_loader(loader_class or MarkedLoader)
+    if fast is not None:
+        try:
+            return _load(fast, text, source)
+        except Exception:  # rejected (or odd) input: read again below, for PyYAML's own error
+            pass
+    return _load(loader_class or MarkedLoader, text, source)
+
+
+def _load(loader_class: type[MarkedLoader], text: str, source: str) -> Any:
+    loader = loader_class(text)
     loader.source = source
     try:
         return loader.get_single_data()
