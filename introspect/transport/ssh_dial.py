@@ -233,14 +233,16 @@ class HandshakeGate:
 
 
 def default_handshakes() -> int:
-    """Key exchanges in flight at once: 8 per core, at most 16. The kex and authentication run in
+    """Key exchanges in flight at once: 16 per core, at most 32. The kex and authentication run in
     paramiko's Python threads, so the process does them about one core's worth at a time whatever
-    the machine; more logins in flight only add threads contending for the interpreter lock,
-    whose hand-offs cost the kernel as much as the work. Measured on 1,000 simulated hosts at
-    50 ms RTT, 2 cores, ``--parallel 200`` (docs/performance.md "Large fleets"): 128 in flight
-    24 CPU-s and 25 s wall, 16 in flight 17-19 CPU-s and 21 s, 8 in flight 15-17 CPU-s but 29 s
-    (then the round trips of the logins, not the CPU, set the pace)."""
-    return 8 * min(os.cpu_count() or 1, 2)
+    the machine; beyond that, more logins in flight only add threads contending for the
+    interpreter lock, whose hand-offs cost the kernel as much as the work. Below it, the logins'
+    round trips (about 4 per login: 0.2 s at 50 ms) set the pace. Measured on 1,000 simulated
+    hosts at 50 ms RTT, 2 cores, ``--parallel 200`` (docs/performance.md "Large fleets"), after the
+    controller's per-host work was cut: 16 in flight 17.3-17.7 s and 12.4 CPU-s, 32 in flight
+    14.7-15.5 s and 14.2-14.9 CPU-s, 48 no faster than 32 and more CPU; before that cut, 128 in
+    flight took 24 CPU-s against 17-19 at 16."""
+    return 16 * min(os.cpu_count() or 1, 2)
 
 
 HANDSHAKES = HandshakeGate(default_handshakes())
