@@ -24,7 +24,6 @@ collector ran (measured: about 190 lists and dicts per host).
 from __future__ import annotations
 
 import copy
-import os
 import threading
 import time
 from typing import Any
@@ -32,6 +31,7 @@ from typing import Any
 from introspect.errors import ConnectionLost
 from introspect.transport.base import RemoteProcess
 from introspect.transport.paramiko_lib import paramiko
+from introspect.transport.ssh_config import file_stamp
 
 CERT_SUFFIX = "-cert.pub"  # paramiko's cert_suffix in _key_from_filepath
 _MAX = 256  # distinct (file, class, passphrase) tries remembered; a run uses a handful
@@ -40,14 +40,6 @@ _DRAIN_POLL_S = 0.25  # a bound on a missed wake-up, never the pace: data and cl
 _lock = threading.Lock()
 _tries: dict[tuple[Any, ...], paramiko.PKey | Exception] = {}
 _loaded: dict[tuple[Any, ...], paramiko.PKey] = {}  # (file, passphrase, stamps) -> the key it loaded
-
-
-def _stamp(path: str) -> tuple[int, int, int] | None:
-    try:
-        st = os.stat(path)
-    except OSError:
-        return None
-    return (st.st_ino, st.st_size, st.st_mtime_ns)
 
 
 def _paramiko_load(client: paramiko.SSHClient, filename: str, klass: type[paramiko.PKey],
@@ -61,7 +53,7 @@ def _stamps(filename: str) -> tuple[tuple[int, int, int] | None, tuple[int, int,
     """The key file's and its certificate's stamps (paramiko's pairing in _key_from_filepath)."""
     key_path = filename[:-len(CERT_SUFFIX)] if filename.endswith(CERT_SUFFIX) else filename
     cert_path = filename if filename.endswith(CERT_SUFFIX) else filename + CERT_SUFFIX
-    return _stamp(key_path), _stamp(cert_path)
+    return file_stamp(key_path), file_stamp(cert_path)
 
 
 class FleetSSHClient(paramiko.SSHClient):

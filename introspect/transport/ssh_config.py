@@ -84,11 +84,12 @@ def load_config(path: str | None) -> tuple[paramiko.SSHConfig, str]:
         raise InputError(f"ssh_config file {path} does not exist",
                          hint="# check the path given to --ssh-config")
     paths = tuple(os.path.expanduser(p) for p in ([path] if path else SSH_CONFIG_FILES))
-    return _parsed(paths, tuple(_stamp(p) for p in paths)), " or ".join([path] if path else SSH_CONFIG_FILES)
+    return _parsed(paths, tuple(file_stamp(p) for p in paths)), " or ".join([path] if path else SSH_CONFIG_FILES)
 
 
-def _stamp(path: str) -> tuple[int, int, int] | None:
-    """What tells a changed file from the one parsed; None: no regular file there (skipped, as fabric does)."""
+def file_stamp(path: str) -> tuple[int, int, int] | None:
+    """What tells a changed file from the one read before (inode, size, mtime); None: no regular
+    file there (an ssh_config skipped, as fabric does; a key file left to paramiko's own error)."""
     try:
         st = os.stat(path)
     except OSError:
@@ -246,4 +247,4 @@ class Resolver:
         return number
 
 
-__all__ = ["Hop", "Resolver", "load_config", "split_hop"]
+__all__ = ["Hop", "Resolver", "file_stamp", "load_config", "split_hop"]
