@@ -17,7 +17,7 @@ import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from introspect.errors import (
     ConnectionLost,
@@ -93,11 +93,14 @@ class RemoteProcess(abc.ABC):
     def kill(self) -> None:
         """Stop the process (closing stdin makes the remote side kill its task group)."""
 
-    def drain(self, out: list[bytes], err: list[bytes], deadline: float) -> bool | None:
+    # Whether :meth:`drain` reads both streams in the calling thread; else :meth:`Executor.execute`
+    # reads each stream in a thread of its own (started before stdin is written).
+    drains_in_caller: ClassVar[bool] = False
+
+    def drain(self, out: list[bytes], err: list[bytes], deadline: float) -> bool:
         """Read both streams to their end in the calling thread, by ``deadline`` (monotonic):
-        True when both ended, False when the deadline came first; None (the default) when this
-        process cannot, and :meth:`Executor.execute` reads each stream in a thread of its own."""
-        return None
+        True when both ended, False when the deadline came first. Only where ``drains_in_caller``."""
+        raise NotImplementedError(f"{type(self).__name__} reads its streams in threads")
 
 
 @dataclass
@@ -203,7 +206,7 @@ class Executor(abc.ABC):
                 pass
 
         readers: list[threading.Thread] = []
-        if type(proc).drain is RemoteProcess.drain:
+        if not proc.drains_in_caller:
             readers = [threading.Thread(target=drain, args=(proc.read_stdout, out), daemon=True),
                        threading.Thread(target=drain, args=(proc.read_stderr, err), daemon=True)]
         for reader in readers:

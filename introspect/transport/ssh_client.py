@@ -113,6 +113,8 @@ class SSHProcess(RemoteProcess):
     def read_stderr(self) -> bytes:
         return self._channel.recv_stderr(65536)
 
+    drains_in_caller = True
+
     def drain(self, out: list[bytes], err: list[bytes], deadline: float) -> bool:
         """Both streams read here, not by two threads per exec (each started, switched to and
         joined: a fleet's thousands of them contend for the interpreter lock). paramiko sets one
