@@ -133,3 +133,35 @@ def test_a_failing_preload_is_silent_and_left_to_the_real_import(capfd: pytest.C
     assert capfd.readouterr().err == ""
     with pytest.raises(ModuleNotFoundError):
         importlib.import_module(name)
+
+
+def test_paramiko_is_imported_without_importlib_metadata_and_knows_its_version(tmp_path: Path) -> None:
+    """paramiko's ``__init__`` reads ``metadata.version("paramiko")``; the stand-in answers it from
+    paramiko's own dist-info, so importlib.metadata is never loaded, and the version (in the SSH
+    banner, ``SSH-2.0-paramiko_<version>``) is the one importlib.metadata reports."""
+    code = ("import sys\nfrom introspect.transport.paramiko_lib import paramiko\n"
+            "assert 'importlib.metadata' not in sys.modules, 'importlib.metadata was imported'\n"
+            "import importlib.metadata\n"
+            "assert paramiko.__version__ == importlib.metadata.version('paramiko'), paramiko.__version__\n"
+            "assert sys.modules['importlib.metadata'] is importlib.metadata\n")
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=tmp_path, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+
+
+@pytest.mark.parametrize(("infos", "expected"), [
+    ({"fakepkg-1.2.3.dist-info": "Metadata-Version: 2.1\nName: fakepkg\nVersion: 1.2.3\n\nbody\n"}, "1.2.3"),
+    ({"fakepkg-1.2.3.dist-info": "Name: fakepkg\n\nVersion: 9\n"}, None),  # not in the headers
+    ({"fakepkg-1.dist-info": "Version: 1\n", "fakepkg-2.dist-info": "Version: 2\n"}, None),  # which one?
+    ({}, None),
+])
+def test_the_version_stand_in_reads_only_one_clear_dist_info(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                             infos: dict[str, str], expected: str | None) -> None:
+    from introspect.transport.paramiko_lib import _dist_info_version
+
+    (tmp_path / "fakepkg").mkdir()
+    (tmp_path / "fakepkg" / "__init__.py").write_text("")
+    for name, text in infos.items():
+        (tmp_path / name).mkdir()
+        (tmp_path / name / "METADATA").write_text(text)
+    monkeypatch.syspath_prepend(str(tmp_path))
+    assert _dist_info_version("fakepkg") == expected
