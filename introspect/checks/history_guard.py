@@ -8,8 +8,9 @@ becomes a warning (:attr:`GuardedHistory.notes`) instead of an exception:
   backoff (an ``SQLITE_BUSY`` on upgrading a WAL read transaction returns at once,
   without the busy handler: https://sqlite.org/wal.html#sometimes_queries_return_sqlite_busy_in_wal_mode),
   then "history not recorded";
-- damaged (``PRAGMA quick_check`` fails, or SQLite says malformed / not a database):
-  moved aside to ``<db>.damaged-<timestamp>`` and a new one started;
+- damaged (``PRAGMA quick_check`` fails: every run while the file is small, daily once it
+  is large; or SQLite says malformed / not a database on any page a run touches): moved
+  aside to ``<db>.damaged-<timestamp>`` and a new one started;
 - full, read-only, newer schema, unopenable: "history not recorded", with the cause
   and its fix; drift still read from the old runs when the file can be read.
 """
@@ -74,7 +75,7 @@ class GuardedHistory:
         self.close()
         store = HistoryStore(self.path, timeout=self._busy_timeout)
         try:
-            problem = store.quick_check()
+            problem = store.damage_check()
         except BaseException:
             store.close()
             raise
