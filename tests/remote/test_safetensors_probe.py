@@ -118,6 +118,18 @@ def test_index_summary_and_missing_shard(tmp_path: Path) -> None:
     assert [e["type"] for e in errors] == ["missing-shard"]
 
 
+@pytest.mark.parametrize("odd", [["x"], {"x": 1}, 7, None, True])
+def test_index_values_that_are_no_shard_name_are_counted_not_listed(tmp_path: Path, odd: object) -> None:
+    """A list or object among the weight_map's values (unhashable: the set of distinct values
+    cannot be built in one go) or a number is an entry, never a shard."""
+    write_shard(tmp_path / "model-00001-of-00001.safetensors", [("a", "BF16", [2])])
+    index = {"weight_map": {"a": "model-00001-of-00001.safetensors", "b": odd, "c": "model-00001-of-00001.safetensors"}}
+    (tmp_path / "model.safetensors.index.json").write_text(json.dumps(index))
+    facts, _errors = collect_safetensors(str(tmp_path))
+    assert facts["index"]["weight_map_entries"] == 3
+    assert facts["index"]["shards"] == ["model-00001-of-00001.safetensors"] and facts["index"]["missing_shards"] == []
+
+
 def test_malformed_index(tmp_path: Path) -> None:
     (tmp_path / "model.safetensors.index.json").write_text(json.dumps({"metadata": {"total_size": "x"}}))
     facts, errors = collect_safetensors(str(tmp_path))
