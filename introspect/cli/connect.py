@@ -151,7 +151,7 @@ def check_output_path(path: str | None, option: str) -> None:
 def find_entry(inventory: Inventory | None, name: str | None) -> HostEntry | None:
     if inventory is None or not name:
         return None
-    return next((h for h in inventory.hosts if h.name == name), None)
+    return inventory.find(name)
 
 
 def host_spec(flags: ConnectionFlags, entry: HostEntry | None) -> HostSpec | None:

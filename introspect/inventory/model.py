@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import functools
 import posixpath
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
@@ -95,10 +96,22 @@ class Inventory:
     chosen: Chosen | None = field(default=None, compare=False)  # which flag, variable or config named it
 
     def host(self, name: str) -> HostEntry:
+        entry = self.find(name)
+        if entry is None:
+            raise InventoryError(f"no host named {name!r}", source=self.source)
+        return entry
+
+    def find(self, name: str) -> HostEntry | None:
+        """The entry named ``name`` (the first, were names repeated), or None; a dict lookup, as
+        every host of a fleet run looks its entry up (a scan each was quadratic in the fleet)."""
+        return self._by_name.get(name)
+
+    @functools.cached_property
+    def _by_name(self) -> dict[str, HostEntry]:
+        index: dict[str, HostEntry] = {}
         for entry in self.hosts:
-            if entry.name == name:
-                return entry
-        raise InventoryError(f"no host named {name!r}", source=self.source)
+            index.setdefault(entry.name, entry)
+        return index
 
 
 def venv_pip(venv: str) -> str:

@@ -78,7 +78,9 @@ def test_valid_inventory(tmp_path: Path) -> None:
     assert (b.address, b.port, b.user, b.jump, b.passphrase_env) == ("gpu-b", None, "svc", "ops@bastion:22",
                                                                      "GPU_B_PASS")
     assert b.roots == ("/models",) and b.venvs == () and b.remote_code is False
-    assert inv.host("gpu-b") is b
+    assert inv.host("gpu-b") is b and inv.find("gpu-b") is b and inv.find("gpu-z") is None
+    with pytest.raises(InventoryError, match="no host named 'gpu-z'"):
+        inv.host("gpu-z")
     assert a.line == 7
 
 
