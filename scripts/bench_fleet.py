@@ -130,6 +130,18 @@ class FleetBench:
             run.notes.append(f"{len(wrong)} answering host(s) reported unreachable, e.g. {wrong[:3]}")
         return run
 
+    def logins(self, sim: SimProc, hosts: int, rtt: int) -> Measured:
+        """health's logins alone (scripts/fleet_logins.py): what of its CPU one login per host is."""
+        argv = [sys.executable, "-m", "scripts.fleet_logins", "--hosts", sim.manifest["inventory"],
+                "--parallel", str(min(self.args.parallel, 1024))]
+        run = measure(report.LOGINS, argv, env=self.env, cwd=self.cwd, sim=sim, hosts=hosts, rtt_ms=rtt)
+        try:
+            doc = json.loads(run.stdout.decode().strip().splitlines()[-1])
+            run.answered_hosts, run.unreachable = int(doc["logged_in"]), int(doc["failed"])
+        except (ValueError, IndexError, KeyError, TypeError):
+            run.notes.append(f"no summary (exit {run.code}): {run.stderr.decode(errors='replace')[-300:]}")
+        return run
+
     def probe(self, sim: SimProc, hosts: int, rtt: int) -> Measured:
         m = sim.manifest
         argv = [sys.executable, "-m", "introspect.cli.main", "probe", "--hosts", m["inventory"], "--all-hosts",
@@ -152,8 +164,9 @@ class FleetBench:
         self.log(f"fleet: {hosts} hosts, {rtt} ms RTT")
         sim = self.start_sim(hosts, rtt, faults=True)
         try:
-            for job in self.args.jobs.split(","):
-                run = self.health(sim, hosts, rtt) if job == "health" else self.probe(sim, hosts, rtt)
+            jobs = self.args.jobs.split(",")
+            for job in jobs + (["logins"] if "health" in jobs else []):
+                run = {"health": self.health, "probe": self.probe, "logins": self.logins}[job](sim, hosts, rtt)
                 self.log(f"    {run.label}: {run.wall:.1f} s wall, {run.cpu:.1f} CPU-s, simulator {run.sim_cpu:.1f} "
                          f"CPU-s, {run.answered_hosts} answered, {run.unreachable} unreachable "
                          f"{'; '.join(run.notes)}")
@@ -211,6 +224,7 @@ def snapshot(dest: Path) -> Path:
     skip = shutil.ignore_patterns("__pycache__", "*.pyc")
     for part in ("introspect", "scripts/fleet_sim", "tests/fixtures", "tests/data/realconfigs"):
         shutil.copytree(REPO / part, dest / part, ignore=skip)
+    shutil.copy2(REPO / "scripts" / "fleet_logins.py", dest / "scripts" / "fleet_logins.py")
     (dest / "tests" / "__init__.py").write_text("")
     return dest
 
