@@ -14,12 +14,9 @@ dataclasses; this module turns them into a progress display, a table or JSON.
 from __future__ import annotations
 
 import dataclasses
-import os
 import shlex
-import sys
 from collections import Counter
-from collections.abc import Callable, Iterable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -38,10 +35,11 @@ from introspect.cli.connect import (
     load_inventory_for,
     select_fleet,
 )
+from introspect.cli.health_progress import STATUS_STYLE, health_progress
+from introspect.cli.health_progress import status_counts as _counts
 from introspect.cli.jsonout import echo_json, with_error
 from introspect.cli.options import HostSelection, LateHelpOption, host_selectors
 from introspect.cli.outcome import Finished, Notice, combined, notice
-from introspect.cli.safe_text import one_line, safe_console
 from introspect.cli.session import session
 from introspect.client.health import (
     HealthOptions,
@@ -62,7 +60,6 @@ if TYPE_CHECKING:  # rich, paramiko and prometheus_client load only when a run u
     from introspect.client.fleet import FleetStats
     from introspect.transport.hostkeys import KnownHosts
 
-STATUS_STYLE = {"pass": "green", "fail": "bold red", "warn": "yellow", "info": "cyan"}
 
 
 # ============================================================================ health
@@ -153,7 +150,7 @@ def health(parallel: int | None, as_json: bool, prom: str | None, db: str | None
 
     # Whatever happens to the database (locked, full, read-only, damaged), the run goes on and
     # is reported; the history's troubles are warnings, and the exit code is the hosts'.
-    with GuardedHistory(Path(db) if db else default_path()).open() as store, _progress(len(hosts)) as on_done:
+    with GuardedHistory(Path(db) if db else default_path()).open() as store, health_progress(len(hosts)) as on_done:
         run, stopped = check_or_stop(hosts, factory, store, parallel=workers, options=options, argv=argv,
                                      on_done=on_done)
         if keep_days is not None and stopped is None:
@@ -252,66 +249,6 @@ def _argv(source: str, selection: HostSelection, parallel: int, prom: str | None
 
 
 # ------------------------------------------------------------------------ progress
-
-
-@contextmanager
-def _progress(total: int) -> Iterator[Callable[[HostReport], None]]:
-    """A callback for each finished host: a rich progress bar with a line per host on a
-    terminal; plain lines otherwise (cron mail and journald get one line per host)."""
-    if session().quiet:
-        yield lambda report: None
-        return
-    if not _may_be_terminal():  # decided before importing rich: a cron or --json run never loads it
-        yield lambda report: click.echo(one_line(_plain_line(report)), err=True)
-        return
-    from rich import progress as rp
-
-    console = safe_console(stderr=True, highlight=False, soft_wrap=True, emoji=False)
-    if not console.is_terminal:
-        yield lambda report: click.echo(one_line(_plain_line(report)), err=True)
-        return
-    progress = rp.Progress(rp.SpinnerColumn(), rp.TextColumn("checking hosts"), rp.BarColumn(),
-                           rp.MofNCompleteColumn(), rp.TimeElapsedColumn(), console=console, transient=True)
-    task = progress.add_task("hosts", total=total)
-
-    def done(report: HostReport) -> None:
-        progress.console.print(_rich_line(report))
-        progress.advance(task)
-
-    with progress:
-        yield done
-
-
-def _may_be_terminal() -> bool:  # False: rich would certainly not see a terminal on stderr
-    return sys.stderr.isatty() or any(os.environ.get(v) for v in ("FORCE_COLOR", "FORCE_TERMINAL", "TTY_COMPATIBLE"))
-
-
-def _counts(results: Iterable[CheckResult]) -> Counter[str]:
-    return Counter(r.status for r in results)
-
-
-def _plain_line(report: HostReport) -> str:
-    counts = _counts(r for _, _, r in report.rows())
-    if not report.reachable:
-        cause = next(r.message for r in report.host_results if r.check == "reachable")
-        return f"{report.name}: UNREACHABLE ({report.seconds:.1f} s): {cause}"
-    verdict = "FAIL" if counts["fail"] else "ok"
-    return (f"{report.name}: {verdict} ({report.seconds:.1f} s): {counts['pass']} pass, {counts['fail']} fail, "
-            f"{counts['warn']} warn, {counts['info']} info")
-
-
-def _rich_line(report: HostReport) -> str:
-    from introspect.cli.render_term import escape
-
-    counts = _counts(r for _, _, r in report.rows())
-    name = escape(report.name)
-    if not report.reachable:
-        cause = next(r.message for r in report.host_results if r.check == "reachable")
-        return f"[bold red]✗[/] {name} [red]unreachable[/] [dim]({report.seconds:.1f} s)[/] {escape(cause)}"
-    mark = "[bold red]✗[/]" if counts["fail"] else "[green]✓[/]"
-    parts = [f"[green]{counts['pass']} pass[/]"]
-    parts += [f"[{STATUS_STYLE[s]}]{counts[s]} {s}[/]" for s in ("fail", "warn") if counts[s]]
-    return f"{mark} {name} [dim]({report.seconds:.1f} s)[/] " + ", ".join(parts)
 
 
 # ------------------------------------------------------------------------- output

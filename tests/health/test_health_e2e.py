@@ -107,6 +107,21 @@ def test_fleet_cancel_closes_open_connections() -> None:
     assert monitor.open_now == 0
 
 
+def test_the_tally_counts_healthy_failing_and_unreachable_hosts() -> None:
+    from introspect.checks.result import CheckResult
+    from introspect.cli.health_progress import Tally
+    from introspect.client.health import HostReport, VenvReport
+
+    def report(reach: str, *venv_statuses: str) -> HostReport:
+        venv = VenvReport("/v", [CheckResult(f"c{i}", s, "m") for i, s in enumerate(venv_statuses)])
+        return HostReport("h", "a", [CheckResult("reachable", reach, "m")], [venv], [], 0.1, 1)
+
+    tally = Tally(4)
+    for r in (report("pass", "pass", "warn"), report("pass", "fail"), report("fail"), report("pass", "info")):
+        tally.add(r)
+    assert (tally.done, tally.text()) == (4, "2 healthy · 1 failing · 1 unreachable")
+
+
 # ========================================================================= helpers
 
 
@@ -267,7 +282,7 @@ def test_plain_output_for_cron(servers, health_client: ClientKeys, venv_full: Pa
     result = health(inventory, tmp_path / "h.sqlite3")
     assert result.code == 1, result.stderr
     # Not a terminal: one plain line per host on stderr, the table and fixes on stdout.
-    assert any(line.startswith("old-pin: FAIL") for line in result.stderr.splitlines()), result.stderr
+    assert "[1/1: 0 healthy · 1 failing · 0 unreachable] old-pin: FAIL (" in result.stderr.splitlines()[0], result.stderr
     assert "package:transformers" in result.stdout and "pip install" in result.stdout
     assert "run #1 stored" in result.stdout
 
@@ -365,5 +380,24 @@ def test_fleet_of_16_hosts_with_bounded_parallelism(tmp_path_factory: pytest.Tem
     assert 1 <= fleet["max_open_connections"] <= FLEET_PARALLEL  # the --parallel bound, counted
     assert fleet["connects_started"] == FLEET_SIZE and fleet["open_connections"] == 0
     # stderr got one progress line per host, each exactly once.
-    lines = [line.split(":")[0] for line in result.stderr.splitlines() if line.startswith("node")]
+    lines = [line.split("] ", 1)[1].split(":")[0] for line in result.stderr.splitlines() if line.startswith("[")]
     assert sorted(lines) == sorted(hosts)
+
+
+@pytest.mark.ssh
+def test_progress_lines_keep_the_tally_so_far(mixed_run) -> None:
+    """Without a terminal each finished host is one line that starts with its place in the run and
+    the tally so far; the last line's tally is the run's (healthy, failing, unreachable)."""
+    result = mixed_run[0]
+    doc = result.json()
+    lines = [line for line in result.stderr.splitlines() if line.startswith("[")]
+    assert len(lines) == len(doc["hosts"]) == 5, result.stderr
+    assert [line.split(":", 1)[0] for line in lines] == [f"[{i}/5" for i in range(1, 6)]
+    failing = {h["name"] for h in doc["hosts"] if h["reachable"]
+               and any(c["status"] == "fail" for c in h["checks"] + [c for v in h["venvs"] for c in v["checks"]])}
+    down = {h["name"] for h in doc["hosts"] if not h["reachable"]}
+    healthy = 5 - len(failing) - len(down)
+    assert lines[-1].startswith(f"[5/5: {healthy} healthy · {len(failing)} failing · {len(down)} unreachable] ")
+    finished = {line.split("] ", 1)[1].split(":", 1)[0] for line in lines}
+    assert finished == {h["name"] for h in doc["hosts"]}
+    assert failing and down and any("] down: UNREACHABLE (" in line for line in lines)
