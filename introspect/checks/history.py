@@ -142,14 +142,17 @@ class HistoryStore:
 
     def _upgrade(self, version: int) -> None:
         """Create the tables, or migrate version 1's, in one transaction (explicit: Python's
-        sqlite3 opens none before DDL statements)."""
+        sqlite3 opens none before DDL statements). The version is read again under the write
+        lock: another run (a cron job and a manual one) may have upgraded the file meanwhile."""
         self._conn.execute("BEGIN IMMEDIATE")
         try:
+            version = self._conn.execute("PRAGMA user_version").fetchone()[0]
             if version == 1:
                 schema.migrate_v1(self._conn)
-            else:
+            elif version < 1:
                 schema.create(self._conn)
-            self._conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
+            if version < SCHEMA_VERSION:
+                self._conn.execute(f"PRAGMA user_version = {SCHEMA_VERSION}")
         except BaseException:
             self._conn.rollback()
             raise

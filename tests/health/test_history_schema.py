@@ -145,3 +145,21 @@ def test_a_large_file_is_checked_in_full_once_a_day(tmp_path: Path, monkeypatch:
         assert store.damage_check(now=1000.0 + 3600) is None  # checked clean an hour ago: not read
         problem = store.damage_check(now=1000.0 + 86400 + 1)  # a day later: read in full
     assert problem is not None and os.path.getsize(path) > 4096
+
+
+def test_a_file_migrated_by_another_run_meanwhile_is_left_as_it_is(tmp_path: Path) -> None:
+    """Two runs open a version-1 file at once (a cron job and a manual one): both read version 1,
+    one migrates under the write lock, the other must then find version 2 and change nothing."""
+    path = tmp_path / "h.sqlite3"
+    v1_database(path)
+    late = HistoryStore(path, read_only=True)  # read version 1 before the other run migrated
+    assert late.version == 1
+    HistoryStore(path).close()  # the other run migrates
+    late.close()
+    writer = HistoryStore.__new__(HistoryStore)  # the late run's upgrade step, on its own connection
+    writer._conn = sqlite3.connect(path)
+    writer._upgrade(1)
+    writer._conn.close()
+    with HistoryStore(path) as store:
+        assert store.version == 2 and [r.id for r in store.runs()] == [3, 2, 1]
+        assert store.previous_snapshot("a", VENV) == Snapshot("a", VENV, True, NEW, {"/m": True}, 3)
