@@ -137,7 +137,10 @@ def reclaim(conn: sqlite3.Connection) -> bool:
     free = conn.execute("PRAGMA freelist_count").fetchone()[0]
     if not pages or free < pages * RECLAIM_FRACTION:
         return False
-    conn.execute("VACUUM")
+    try:
+        conn.execute("VACUUM")  # needs room for a copy of the file, and no other reader
+    except sqlite3.OperationalError:
+        return False  # full or busy: the free pages are reused by the next runs all the same
     return True
 
 

@@ -163,3 +163,29 @@ def test_a_file_migrated_by_another_run_meanwhile_is_left_as_it_is(tmp_path: Pat
     with HistoryStore(path) as store:
         assert store.version == 2 and [r.id for r in store.runs()] == [3, 2, 1]
         assert store.previous_snapshot("a", VENV) == Snapshot("a", VENV, True, NEW, {"/m": True}, 3)
+
+
+def test_space_not_given_back_is_no_failure(tmp_path: Path) -> None:
+    """VACUUM needs room for a copy of the file; when it cannot run (a full disk, a lock), the
+    pruned pages stay free for the next runs and nothing fails."""
+    from introspect.checks.history_schema import reclaim
+
+    path = tmp_path / "h.sqlite3"
+    with HistoryStore(path) as store:
+        for run in range(8):
+            store.record_run(argv=["health"], started_at=run * 86400.0, finished_at=run * 86400.0 + 1, results=[],
+                             snapshots=[Snapshot("a", VENV, True, {"pad": "x" * 5000, "run": str(run)})])
+    conn = sqlite3.connect(path)
+    conn.execute("DELETE FROM snapshots")  # most of the file's pages free
+    conn.execute("DELETE FROM blobs")
+    conn.commit()
+
+    class FullDisk:  # SQLite's answer to VACUUM on a full file system
+        def execute(self, sql: str) -> sqlite3.Cursor:
+            if sql == "VACUUM":
+                raise sqlite3.OperationalError("database or disk is full")
+            return conn.execute(sql)
+
+    assert reclaim(FullDisk()) is False  # type: ignore[arg-type]
+    assert reclaim(conn) is True and conn.execute("PRAGMA freelist_count").fetchone()[0] == 0
+    conn.close()
