@@ -151,7 +151,7 @@ def test_health_reports_the_hosts_that_finished(sshd, client_keys, slow_model, k
                    str(_openssh_config(tmp_path, client_keys)), "--timeout", "90", "--json"], run_tmp)
     progress: list[str] = []
     reader = _lines(proc.stderr, progress)  # one plain line per finished host (stderr is no terminal)
-    _wait_for(lambda: _started(pidfile) and sum(line.startswith("fast") for line in progress) == 2,
+    _wait_for(lambda: _started(pidfile) and sum("] fast" in line for line in progress) == 2,
               "the fast hosts finished while the slow one loads", proc, timeout=180)
     printed: list[str] = []
     writer = _lines(proc.stdout, printed)
