@@ -16,18 +16,16 @@ Prints one JSON line: hosts, logged in, failed (with the first few causes) and t
 from __future__ import annotations
 
 import argparse
-import dataclasses
 import json
 import sys
 from collections import Counter
 
-from introspect.cli.connect import ConnectionFlags, executor_for, fleet_known_hosts, select_fleet
+from introspect.cli.connect import ConnectionFlags, entry_executors, fleet_known_hosts, select_fleet
 from introspect.cli.options import HostSelection
 from introspect.client.fleet import FleetMonitor, ItemFailure, run_fleet
 from introspect.client.fleet_ahead import DialAhead
 from introspect.client.fleet_pacing import endpoint_of
 from introspect.inventory import HostEntry
-from introspect.transport.base import Executor
 
 
 def main(argv: list[str]) -> int:
@@ -40,11 +38,7 @@ def main(argv: list[str]) -> int:
                             accept_new=False, ssh_config=args.ssh_config, connect_timeout=None,
                             hosts_file=args.hosts)
     inventory, hosts = select_fleet(args.hosts, HostSelection(host=None, hosts_file=args.hosts, all_hosts=True))
-    known = fleet_known_hosts(flags, inventory, hosts)
-
-    def make(host: HostEntry) -> Executor:  # as `health` makes them (cli/cmd_health.py _executor_factory)
-        return executor_for(dataclasses.replace(flags, host=host.name), inventory, known)[0]
-
+    make = entry_executors(flags, inventory, fleet_known_hosts(flags, inventory, hosts))  # as `health` does
     monitor = FleetMonitor(0.0)
     ahead = DialAhead(hosts, make, parallel=args.parallel, cancelled=lambda: monitor.cancelled)
 

@@ -29,7 +29,7 @@ from introspect.cli import help_examples
 from introspect.cli.connect import (
     ConnectionFlags,
     check_output_path,
-    executor_for,
+    entry_executors,
     find_entry,
     fleet_known_hosts,
     load_inventory_for,
@@ -51,14 +51,12 @@ from introspect.client.health_stop import HealthInterrupted, check_or_stop
 from introspect.errors import EXIT_UNREACHABLE, UsageError
 from introspect.interrupts import describe
 from introspect.inventory import Defaults, HostEntry, Inventory, InventoryError, VenvEntry, select_hosts
-from introspect.transport.base import Executor
 
 if TYPE_CHECKING:  # rich, paramiko and prometheus_client load only when a run uses them
     from rich.console import Console
 
     from introspect.cli.render_term import Col, Fixes
     from introspect.client.fleet import FleetStats
-    from introspect.transport.hostkeys import KnownHosts
 
 
 
@@ -143,7 +141,7 @@ def health(parallel: int | None, as_json: bool, prom: str | None, db: str | None
     else:
         inventory, hosts = _select(selection, venvs)
         known = fleet_known_hosts(flags, inventory, hosts)  # parsed once, shared by every connection
-        factory = _executor_factory(flags, inventory, known)
+        factory = entry_executors(flags, inventory, known)
     options = HealthOptions(probe_timeout=timeout or inventory.defaults.probe_timeout)
     workers = parallel or inventory.defaults.parallel
     argv = _argv(inventory.source, selection, workers, prom, db) + (["--ansible-tree", ansible_tree] if ansible_tree else [])
@@ -203,14 +201,6 @@ def _select_in(inventory: Inventory, selection: HostSelection) -> list[HostEntry
         return select_hosts(inventory, selection.only, selection.tags)
     except InventoryError as exc:
         raise UsageError(str(exc), hint="check --only/--tags against the inventory's host names and tags") from None
-
-
-def _executor_factory(flags: ConnectionFlags, inventory: Inventory,
-                      known: KnownHosts | None) -> Callable[[HostEntry], Executor]:
-    def make(host: HostEntry) -> Executor:
-        return executor_for(dataclasses.replace(flags, host=host.name), inventory, known)[0]
-
-    return make
 
 
 def _check_prom_path(prom: str | None) -> None:

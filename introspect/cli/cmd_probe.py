@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 import errno
 import os
 import shlex
@@ -19,6 +18,7 @@ from introspect.cli.connect import (
     ConnectionFlags,
     check_output_path,
     connection_options,
+    entry_executors,
     executor_for,
     fleet_known_hosts,
     load_inventory_for,
@@ -46,11 +46,9 @@ from introspect.remote.contract import (
     RAW_SCHEMA,
     JSONObject,
 )
-from introspect.transport.base import Executor
 
 if TYPE_CHECKING:
     from introspect.documents.profile import ProfileDocument
-    from introspect.inventory import HostEntry
 
 
 def write_json(path: str, data: Any, hosts: Sequence[Any] | None = None) -> None:
@@ -218,9 +216,7 @@ def probe_fleet(request: ProbeRequest, flags: ConnectionFlags, selection: HostSe
 
     inventory, hosts = select_fleet(flags.hosts_file, selection)
     known_hosts = fleet_known_hosts(flags, inventory, hosts)  # parsed once for the whole fleet
-
-    def make_executor(entry: HostEntry) -> Executor:
-        return executor_for(dataclasses.replace(flags, host=entry.name), inventory, known_hosts)[0]
+    make_executor = entry_executors(flags, inventory, known_hosts)
 
     from introspect.cli.render_fleet import progress_row
 

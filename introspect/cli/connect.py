@@ -260,3 +260,13 @@ def executor_for(flags: ConnectionFlags, inventory: Inventory | None,
     if settings.scheme == "ssh" and settings.host_keys is None:  # paramiko checks host keys itself
         settings = dataclasses.replace(settings, host_keys=known_hosts_for(flags, inventory, settings.host))
     return create_executor(settings), entry
+
+
+def entry_executors(flags: ConnectionFlags, inventory: Inventory,
+                    known_hosts: KnownHosts | None) -> Callable[[HostEntry], Executor]:
+    """The executor of each inventory host of a fleet run, made as :func:`executor_for` makes the
+    one of ``--host``, with the known_hosts parsed once for the whole run."""
+    def make(entry: HostEntry) -> Executor:
+        return executor_for(dataclasses.replace(flags, host=entry.name), inventory, known_hosts)[0]
+
+    return make
