@@ -17,6 +17,7 @@ from contextlib import contextmanager
 import click
 
 from introspect.checks.health import CheckResult
+from introspect.cli.progress import bar_rows
 from introspect.cli.safe_text import one_line, safe_console
 from introspect.cli.session import session
 from introspect.client.health import HostReport
@@ -39,13 +40,15 @@ class Tally:
     def done(self) -> int:
         return self.healthy + self.failing + self.unreachable
 
-    def add(self, report: HostReport) -> None:
+    def add(self, report: HostReport) -> str:
+        """Count ``report``'s host; the tally so far."""
         if not report.reachable:
             self.unreachable += 1
         elif any(r.status == "fail" for _, _, r in report.rows()):
             self.failing += 1
         else:
             self.healthy += 1
+        return self.text()
 
     def text(self) -> str:
         return f"{self.healthy} healthy · {self.failing} failing · {self.unreachable} unreachable"
@@ -61,30 +64,17 @@ def health_progress(total: int) -> Iterator[Callable[[HostReport], None]]:
     if not _may_be_terminal():  # decided before importing rich: a cron or --json run never loads it
         yield lambda report: _echo_plain(tally, report)
         return
-    from rich import progress as rp
-
     console = safe_console(stderr=True, highlight=False, soft_wrap=True, emoji=False)
     if not console.is_terminal:
         yield lambda report: _echo_plain(tally, report)
         return
-    progress = rp.Progress(rp.SpinnerColumn(), rp.TextColumn("checking hosts"), rp.BarColumn(),
-                           rp.MofNCompleteColumn(), rp.TextColumn("{task.fields[tally]}"), rp.TimeElapsedColumn(),
-                           console=console, transient=True)
-    task = progress.add_task("hosts", total=total, tally="")
-
-    def done(report: HostReport) -> None:
-        tally.add(report)
-        progress.console.print(rich_line(report))
-        progress.update(task, tally=tally.text())
-        progress.advance(task)
-
-    with progress:
+    with bar_rows(console, total, "checking hosts", rich_line, tally.add) as done:
         yield done
 
 
 def _echo_plain(tally: Tally, report: HostReport) -> None:
-    tally.add(report)
-    click.echo(one_line(f"[{tally.done}/{tally.total}: {tally.text()}] {plain_line(report)}"), err=True)
+    summary = tally.add(report)
+    click.echo(one_line(f"[{tally.done}/{tally.total}: {summary}] {plain_line(report)}"), err=True)
 
 
 def _may_be_terminal() -> bool:  # False: rich would certainly not see a terminal on stderr

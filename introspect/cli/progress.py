@@ -16,6 +16,7 @@ from typing import TYPE_CHECKING, Any
 from introspect.cli.session import session
 
 if TYPE_CHECKING:
+    from rich.console import Console
     from rich.status import Status
 
 
@@ -65,6 +66,28 @@ def host_rows(total: int, label: str, row: Callable[[Any], str],
     if not enabled():
         yield lambda _result: None
         return
+    from introspect.cli.safe_text import safe_console
+
+    console = safe_console(stderr=True, highlight=False, emoji=False, soft_wrap=True)
+    with bar_rows(console, total, label, row, _ok_failed(ok) if ok is not None else None) as done:
+        yield done
+
+
+def _ok_failed(ok: Callable[[Any], bool]) -> Callable[[Any], str]:
+    counts = [0, 0]  # ok, failed
+
+    def tally(result: Any) -> str:
+        counts[0 if ok(result) else 1] += 1
+        return f"{counts[0]} ok · {counts[1]} failed"
+
+    return tally
+
+
+@contextmanager
+def bar_rows(console: Console, total: int, label: str, row: Callable[[Any], str],
+             tally: Callable[[Any], str] | None = None) -> Iterator[Callable[[Any], None]]:
+    """The bar of :func:`host_rows` on a console the caller found to be a terminal: ``row(result)``
+    printed above it for each finished host, and ``tally(result)``, the summary so far, kept on it."""
     from rich.progress import (
         BarColumn,
         MofNCompleteColumn,
@@ -74,20 +97,15 @@ def host_rows(total: int, label: str, row: Callable[[Any], str],
         TimeElapsedColumn,
     )
 
-    from introspect.cli.safe_text import safe_console
-
-    console = safe_console(stderr=True, highlight=False, emoji=False, soft_wrap=True)
-    tally = [TextColumn("{task.fields[tally]}")] if ok is not None else []
-    progress = Progress(SpinnerColumn(), TextColumn(label), BarColumn(), MofNCompleteColumn(), *tally,
+    summary = [TextColumn("{task.fields[tally]}")] if tally is not None else []
+    progress = Progress(SpinnerColumn(), TextColumn(label), BarColumn(), MofNCompleteColumn(), *summary,
                         TimeElapsedColumn(), console=console, transient=True)
     task = progress.add_task(label, total=total, tally="")
-    counts = [0, 0]  # ok, failed
 
     def done(result: Any) -> None:
         progress.console.print(row(result))
-        if ok is not None:
-            counts[0 if ok(result) else 1] += 1
-            progress.update(task, tally=f"{counts[0]} ok · {counts[1]} failed")
+        if tally is not None:
+            progress.update(task, tally=tally(result))
         progress.advance(task)
 
     with progress:
