@@ -37,7 +37,7 @@ sys.path.insert(0, str(REPO))
 
 import bench_latency  # noqa: E402
 import bench_peers  # noqa: E402
-from bench_latency import FILES_ONLY  # noqa: E402
+from fleet_sim.recordings import FILES_ONLY  # noqa: E402
 
 from introspect.transport import shipping  # noqa: E402
 from tests.fixtures.venvs import make_venv  # noqa: E402

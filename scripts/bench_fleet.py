@@ -37,8 +37,7 @@ from pathlib import Path
 import bench_fleet_report as report
 from bench_fleet_measure import REPO, Measured, SimError, SimProc, machine_busy_s, measure
 from bench_fleet_peers import run_peers
-
-PROBE_FLAGS = ("--no-tokenizer", "--no-model-code", "--no-cache")
+from fleet_sim.recordings import FILES_ONLY
 
 
 def parse_args(argv: list[str]) -> argparse.Namespace:
@@ -145,9 +144,9 @@ class FleetBench:
     def probe(self, sim: SimProc, hosts: int, rtt: int) -> Measured:
         m = sim.manifest
         argv = [sys.executable, "-m", "introspect.cli.main", "probe", "--hosts", m["inventory"], "--all-hosts",
-                "--ssh-config", "/dev/null", "--model", m["model"], "--venv", m["venv"], *PROBE_FLAGS, "--json",
+                "--ssh-config", "/dev/null", "--model", m["model"], "--venv", m["venv"], *FILES_ONLY, "--json",
                 "--parallel", str(min(self.args.parallel, 1024))]
-        run = measure(f"introspect probe {' '.join(PROBE_FLAGS)}", argv, env=self.env, cwd=self.cwd, sim=sim,
+        run = measure(f"introspect probe {' '.join(FILES_ONLY)}", argv, env=self.env, cwd=self.cwd, sim=sim,
                       hosts=hosts, rtt_ms=rtt)
         try:
             items = json.loads(run.stdout).get("hosts") or []

@@ -20,15 +20,13 @@ import sys
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
+from fleet_sim.recordings import FILES_ONLY
 from relay import RelayPool
 
 if TYPE_CHECKING:
     from bench import Bench, Run, Series
 
 RTTS_MS = (0, 20, 100)
-# The files-only probe: the safetensors headers and config files, none of the loads that import
-# transformers on the host (the tokenizer and the model-code witness), no result cache.
-FILES_ONLY = ("--no-tokenizer", "--no-model-code", "--no-cache")
 
 # The floor of the file probe: what an engineer would type to read the same headers.
 HAND_HEADERS = """\

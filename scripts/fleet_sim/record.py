@@ -23,15 +23,13 @@ from pathlib import Path
 from typing import Any
 
 from .files import write_inventory
-from .recordings import PEER, PEER_JOB, Recordings, product_key
+from .recordings import FILES_ONLY, PEER, PEER_JOB, Recordings, product_key
 from .server import Simulator
 from .spec import FleetSpec
 
 REPO = Path(__file__).resolve().parents[2]
 # What `introspect health` checks in each venv (as scripts/bench does).
 REQUIRES = ["transformers", "tiktoken", "tokenizers"]
-# The files-only probe: no tokenizer load, no model-code build, no result cache.
-PROBE_FLAGS = ("--no-tokenizer", "--no-model-code", "--no-cache")
 RECORD_ADDRESS = "127.1.255.1"  # the recorder's one host, away from the fleets' 127.1.0.1 upwards
 
 
@@ -42,7 +40,7 @@ def health_argv(inventory: Path, db: Path, *extra: str) -> list[str]:
 
 def probe_argv(inventory: Path, model: str, venv: str, *extra: str) -> list[str]:
     return [sys.executable, "-m", "introspect.cli.main", "probe", "--hosts", str(inventory), "--all-hosts",
-            "--ssh-config", "/dev/null", "--model", model, "--venv", venv, *PROBE_FLAGS, "--json", *extra]
+            "--ssh-config", "/dev/null", "--model", model, "--venv", venv, *FILES_ONLY, "--json", *extra]
 
 
 def cli_env(tmp: Path) -> dict[str, str]:
@@ -101,7 +99,7 @@ def record(out: Path, log: Callable[[str], None] = lambda _m: None, light: bool 
         venv, model = _fixtures(tmp, light)
         recorded = Recordings(meta={"product_key": product_key(), "venv": venv, "model": model,
                                     "python": f"{venv}/bin/python", "requires": REQUIRES,
-                                    "probe_flags": list(PROBE_FLAGS)})
+                                    "probe_flags": list(FILES_ONLY)})
         sim = Simulator(FleetSpec(1, first_address=RECORD_ADDRESS, vary=False), Recordings(), tmp / "sim",
                         passthrough=recorded)
         loop = LoopThread()
@@ -116,7 +114,7 @@ def record(out: Path, log: Callable[[str], None] = lambda _m: None, light: bool 
             log("  recorded `introspect health --json`")
             _run(probe_argv(inventory, model, venv), env, cwd,
                  lambda d: d.returncode in (0, 1) and b'"status": "ok"' in d.stdout, "probe")
-            log(f"  recorded `introspect probe {' '.join(PROBE_FLAGS)}`")
+            log(f"  recorded `introspect probe {' '.join(FILES_ONLY)}`")
             _run(["ssh", "-i", str(sim.key_path), "-o", f"UserKnownHostsFile={known}", "-o", "BatchMode=yes",
                   "-o", "StrictHostKeyChecking=yes", "-F", "/dev/null", "-p", str(endpoints[0].port),
                   endpoints[0].address, f"{venv}/bin/python -c '{PEER_JOB}'"], env, cwd,

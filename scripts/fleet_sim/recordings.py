@@ -22,6 +22,10 @@ FORMAT = "introspect-fleet-sim/1"
 PEER = "peer-version"
 # The peers' job in scripts/bench_peers.py: the version one-liner Ansible, pyinfra and pssh run.
 PEER_JOB = "import sys; print(sys.version)"
+# The files-only probe that the recorder records and every bench runs (scripts/bench, scripts/bench
+# --fleet): the safetensors headers and config files, none of the loads that import transformers on
+# the host (the tokenizer and the model-code witness), no result cache.
+FILES_ONLY = ("--no-tokenizer", "--no-model-code", "--no-cache")
 # Every introspect exec line carries BOOT (introspect/transport/shipping.py), which imports the runner.
 BOOT_MARK = "introspect.remote.runner"
 
