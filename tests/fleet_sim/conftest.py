@@ -9,6 +9,8 @@ from __future__ import annotations
 
 import contextlib
 import os
+import subprocess
+import sys
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -18,11 +20,13 @@ import pytest
 from introspect.transport.base import Executor
 from introspect.transport.registry import create_executor
 from introspect.transport.settings import ConnectionSettings
-from scripts.fleet_sim.files import Endpoint, write_known_hosts
+from scripts.fleet_sim.files import Endpoint, write_inventory, write_known_hosts
 from scripts.fleet_sim.record import LoopThread, record
 from scripts.fleet_sim.recordings import Recordings
 from scripts.fleet_sim.server import Simulator
 from scripts.fleet_sim.spec import FleetSpec
+
+REPO = Path(__file__).resolve().parents[2]
 
 
 @pytest.fixture(scope="session")
@@ -50,8 +54,24 @@ class Fleet:
         return create_executor(ConnectionSettings(scheme="ssh", host=e.address, port=e.port, ssh_config="/dev/null",
                                                   **base))  # type: ignore[arg-type]
 
+    def inventory(self, path: Path, recordings: Recordings, endpoints: list[Endpoint] | None = None) -> Path:
+        """A hosts.yaml of the fleet (or of ``endpoints`` on it), each venv checked as the recordings were."""
+        hosts = self.endpoints if endpoints is None else endpoints
+        write_inventory(path, hosts, key=self.sim.key_path, known_hosts=self.known_hosts,
+                        venv=recordings.meta["venv"], requires=recordings.meta["requires"], parallel=len(hosts))
+        return path
+
     def by_role(self, role: str) -> list[int]:
         return [i for i, e in enumerate(self.endpoints) if e.role == role]
+
+
+def run_module(argv: list[str], folder: Path, timeout: float) -> subprocess.CompletedProcess[bytes]:
+    """``python -m *argv`` from this checkout, in ``folder``, as a user runs it: offline, no user
+    config, no ssh-agent."""
+    env = dict(os.environ, HF_HUB_OFFLINE="1", PYTHONPATH=str(REPO), INTROSPECT_CONFIG=str(folder / "none"))
+    env.pop("SSH_AUTH_SOCK", None)
+    return subprocess.run([sys.executable, "-m", *argv], capture_output=True, env=env, cwd=folder, timeout=timeout,
+                          check=False)
 
 
 @contextlib.contextmanager

@@ -5,18 +5,14 @@ host logged into once, no command run on any, the dead ones counted as failed.""
 from __future__ import annotations
 
 import json
-import os
-import subprocess
 import sys
 from pathlib import Path
 
-from scripts.fleet_sim.files import write_inventory
 from scripts.fleet_sim.recordings import Recordings
 from scripts.fleet_sim.spec import FleetSpec
 
-from .conftest import fleet
+from .conftest import REPO, fleet, run_module
 
-REPO = Path(__file__).resolve().parents[2]
 # The bench's modules import one another by their bare names, as scripts/bench runs them.
 sys.path.insert(0, str(REPO / "scripts"))
 from bench_fleet_measure import Measured, Peaks  # noqa: E402
@@ -26,13 +22,8 @@ from bench_fleet_report import LOGINS, targets  # noqa: E402
 def test_every_live_host_is_logged_into_once_and_nothing_runs(recordings: Recordings, tmp_path: Path) -> None:
     spec = FleetSpec(8, first_address="127.1.36.1", dead=0.25, seed=5)
     with fleet(spec, recordings, tmp_path) as f:
-        inventory = tmp_path / "hosts.yaml"
-        write_inventory(inventory, f.endpoints, key=f.sim.key_path, known_hosts=f.known_hosts,
-                        venv=recordings.meta["venv"], requires=recordings.meta["requires"], parallel=8)
-        env = dict(os.environ, HF_HUB_OFFLINE="1", PYTHONPATH=str(REPO), INTROSPECT_CONFIG=str(tmp_path / "none"))
-        env.pop("SSH_AUTH_SOCK", None)
-        done = subprocess.run([sys.executable, "-m", "scripts.fleet_logins", "--hosts", str(inventory),
-                               "--parallel", "8"], capture_output=True, env=env, cwd=REPO, timeout=60, check=False)
+        inventory = f.inventory(tmp_path / "hosts.yaml", recordings)
+        done = run_module(["scripts.fleet_logins", "--hosts", str(inventory), "--parallel", "8"], tmp_path, 60)
         stats = dict(f.sim.stats)
         dead = len(f.by_role("dead"))
     assert done.returncode == 0, done.stderr.decode()[-2000:]

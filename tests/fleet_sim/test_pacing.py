@@ -14,8 +14,6 @@ from __future__ import annotations
 import contextlib
 import json
 import os
-import subprocess
-import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -32,12 +30,12 @@ from introspect.inventory import HostEntry
 from introspect.transport.registry import create_executor
 from introspect.transport.settings import ConnectionSettings
 from introspect.transport.ssh_dial import StartupsRefused
-from scripts.fleet_sim.files import Endpoint, write_inventory
+from scripts.fleet_sim.files import Endpoint
 from scripts.fleet_sim.recordings import PEER_JOB, Recordings
 from scripts.fleet_sim.spec import FleetSpec, MaxStartups
 
-from .conftest import Fleet, fleet
-from .test_simulator import REPO, Knocks
+from .conftest import Fleet, fleet, run_module
+from .test_simulator import Knocks
 
 pytestmark = pytest.mark.timeout(90)
 
@@ -175,14 +173,9 @@ def test_health_through_one_sshd_with_max_startups_checks_every_host(recordings:
     with fleet(spec, recordings, tmp_path) as f:
         e = f.endpoints[0]
         behind = [Endpoint(f"c{i:02d}", e.address, e.port, e.role, e.host_key) for i in range(14)]
-        inventory = tmp_path / "hosts.yaml"
-        write_inventory(inventory, behind, key=f.sim.key_path, known_hosts=f.known_hosts,
-                        venv=recordings.meta["venv"], requires=recordings.meta["requires"], parallel=14)
-        env = dict(os.environ, HF_HUB_OFFLINE="1", PYTHONPATH=str(REPO), INTROSPECT_CONFIG=str(tmp_path / "none"))
-        env.pop("SSH_AUTH_SOCK", None)
-        done = subprocess.run([sys.executable, "-m", "introspect.cli.main", "health", "--hosts", str(inventory),
-                               "--all-hosts", "--ssh-config", "/dev/null", "--db", str(tmp_path / "h.db"), "--json"],
-                              capture_output=True, env=env, cwd=tmp_path, timeout=80, check=False)
+        inventory = f.inventory(tmp_path / "hosts.yaml", recordings, behind)
+        done = run_module(["introspect.cli.main", "health", "--hosts", str(inventory), "--all-hosts", "--ssh-config",
+                           "/dev/null", "--db", str(tmp_path / "h.db"), "--json"], tmp_path, 80)
         refused = f.sim.stats["refused_maxstartups"]
     doc = json.loads(done.stdout)
     assert doc["summary"]["hosts"] == 14 and doc["summary"]["unreachable"] == 0, done.stderr.decode()[-2000:]

@@ -10,11 +10,8 @@ session's recording is made once per test worker.)
 from __future__ import annotations
 
 import json
-import os
 import random
 import socket
-import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -23,15 +20,13 @@ import pytest
 from introspect.errors import AuthenticationFailed, ConnectionLost, HostKeyError, HostUnreachable
 from introspect.transport import shipping
 from scripts.fleet_sim import variation
-from scripts.fleet_sim.files import write_inventory
 from scripts.fleet_sim.recordings import PEER, PEER_JOB, Recordings
 from scripts.fleet_sim.server import REFUSAL
 from scripts.fleet_sim.spec import FleetSpec, MaxStartups
 
-from .conftest import Fleet, fleet
+from .conftest import Fleet, fleet, run_module
 
 pytestmark = pytest.mark.timeout(60)
-REPO = Path(__file__).resolve().parents[2]
 
 
 def health_call(recordings: Recordings) -> tuple[list[str], bytes]:
@@ -229,15 +224,9 @@ def test_health_over_twenty_hosts_reports_the_dead_and_the_silent_one(recordings
                                                                         tmp_path: Path) -> None:
     spec = FleetSpec(20, first_address="127.1.32.1", dead=0.05, silent=0.05, seed=3)
     with fleet(spec, recordings, tmp_path) as f:
-        inventory = tmp_path / "hosts.yaml"
-        write_inventory(inventory, f.endpoints, key=f.sim.key_path, known_hosts=f.known_hosts,
-                        venv=recordings.meta["venv"], requires=recordings.meta["requires"], parallel=20)
-        env = dict(os.environ, HF_HUB_OFFLINE="1", PYTHONPATH=str(REPO), INTROSPECT_CONFIG=str(tmp_path / "none"))
-        env.pop("SSH_AUTH_SOCK", None)
-        done = subprocess.run([sys.executable, "-m", "introspect.cli.main", "health", "--hosts", str(inventory),
-                               "--all-hosts", "--ssh-config", "/dev/null", "--db", str(tmp_path / "h.db"),
-                               "--banner-timeout", "1", "--json"],
-                              capture_output=True, env=env, cwd=tmp_path, timeout=50, check=False)
+        inventory = f.inventory(tmp_path / "hosts.yaml", recordings)
+        done = run_module(["introspect.cli.main", "health", "--hosts", str(inventory), "--all-hosts", "--ssh-config",
+                           "/dev/null", "--db", str(tmp_path / "h.db"), "--banner-timeout", "1", "--json"], tmp_path, 50)
         stats = dict(f.sim.stats)
     assert done.returncode == 3, done.stderr.decode()[-2000:]  # exit 3: a host could not be reached
     doc = json.loads(done.stdout)
