@@ -35,8 +35,7 @@ from introspect.cli.connect import (
     load_inventory_for,
     select_fleet,
 )
-from introspect.cli.health_progress import STATUS_STYLE, health_progress
-from introspect.cli.health_progress import status_counts as _counts
+from introspect.cli.health_progress import STATUS_STYLE, health_progress, status_counts
 from introspect.cli.jsonout import echo_json, with_error
 from introspect.cli.options import HostSelection, LateHelpOption, host_selectors
 from introspect.cli.outcome import Finished, Notice, combined, notice
@@ -276,7 +275,7 @@ def _summary_rows(reports: Sequence[HostReport]) -> tuple[list[Col], list[list[s
                Col("time", "num")]
     rows: list[list[str]] = []
     for report in reports:
-        host_counts = _counts(report.host_results)
+        host_counts = status_counts(report.host_results)
         if not report.reachable or not report.checked or not report.venvs:
             status = ("[bold red]unreachable[/]" if not report.reachable else "[yellow]not checked[/]"
                       if not report.checked else "[dim](no venvs)[/]")
@@ -284,7 +283,7 @@ def _summary_rows(reports: Sequence[HostReport]) -> tuple[list[Col], list[list[s
             if not report.reachable or not report.checked:
                 continue
         for venv in report.venvs:
-            counts = _counts(venv.results)
+            counts = status_counts(venv.results)
             drift_cell = f"[yellow]{len(venv.drift)}[/]" if venv.drift else ""
             rows.append([escape(report.name), escape(venv.path), *_count_cells(counts), drift_cell,
                          f"{report.seconds:.1f}s"])
